@@ -1,0 +1,3 @@
+from tvtv.cli import main
+
+main()

@@ -1,0 +1,377 @@
+"""mlir-tv's abstract floating point (CAV'22, section 4), for every float dtype.
+
+A float is a bit-vector `sign(1) ++ magnitude(k)`. Magnitude codes, from the top:
+    2^k-1  NaN          2^k-2  inf          2^k-3  the dtype's largest finite value (FLT_MAX)
+    0      zero         1 .. 2^k-4  ordinary magnitudes, ordered like the real magnitudes
+Other constants get *symbolic* magnitudes: a fresh variable per distinct |value|, constrained
+only by a precondition that orders them (and puts them strictly between 0 and FLT_MAX).
+Comparisons, neg, abs, max and min are exact; +, *, /, exp, ... are uninterpreted functions
+wrapped in `ite`s for the special cases IEEE fixes. Commutativity is built in as
+`f(x, y) & f(y, x)` (bitwise and), which is symmetric by construction.
+
+Soundness: every rule below holds for IEEE-754 round-to-nearest arithmetic, and an IEEE
+counterexample that observes N distinct values maps to this domain when 2^k - 4 ≥ N
+(`width.py` picks k from that count), so a proof here is a proof for IEEE floats.
+A counterexample here may be spurious (the UFs allow more than IEEE does): it is reported
+`unconfirmed` unless execution confirms it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import z3
+
+from tvtv.absfp import special
+from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
+from tvtv.absfp.integers import BoolDomain, IntDomain
+from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv.errors import Unsupported
+
+
+def round_to(value: float, dtype: str) -> float:
+    """`value` rounded to `dtype` (the constant a program of that dtype really holds)."""
+    with np.errstate(over="ignore"):
+        return float(np.asarray(value, dtype=numpy_dtype(dtype)))
+
+
+class AbstractFloats(ScalarDomain):
+    """The abstract domain of one float dtype."""
+
+    def __init__(self, owner: "AbstractModel", dtype: str) -> None:
+        self.owner = owner
+        self.dtype = dtype
+        self.k = owner.mag_bits
+        self.sort = z3.BitVecSort(self.k + 1)
+        self.NAN = (1 << self.k) - 1
+        self.INF = (1 << self.k) - 2
+        self.MAX = (1 << self.k) - 3
+        self.max_value = FLOAT_FORMATS[dtype].max_value
+        self.const_mags: dict[float, z3.ExprRef] = {}   # |value| -> symbolic magnitude
+        self._ufs: dict[str, z3.FuncDeclRef] = {}
+
+    # -- parts ---------------------------------------------------------------------------------
+    def sign(self, x):
+        return z3.Extract(self.k, self.k, x)
+
+    def mag(self, x):
+        return z3.Extract(self.k - 1, 0, x)
+
+    def mk(self, sign, mag):
+        if isinstance(sign, int):
+            sign = z3.BitVecVal(sign, 1)
+        if isinstance(mag, int):
+            mag = z3.BitVecVal(mag, self.k)
+        return z3.Concat(sign, mag)
+
+    def negative(self, x):
+        return self.sign(x) == 1
+
+    def is_nan(self, x):
+        return self.mag(x) == self.NAN
+
+    def is_inf(self, x):
+        return self.mag(x) == self.INF
+
+    def is_zero(self, x):
+        return self.mag(x) == 0
+
+    def nan(self):
+        return self.mk(0, self.NAN)
+
+    def inf(self, sign: int = 0):
+        return self.mk(sign, self.INF)
+
+    def _uf(self, name: str, *sorts: z3.SortRef) -> z3.FuncDeclRef:
+        key = f"{name}_{self.dtype}"
+        if key not in self._ufs:
+            self._ufs[key] = z3.Function(f"absfp_{key}", *sorts)
+            self.owner.used_ufs.add(name)
+        return self._ufs[key]
+
+    # -- constants -------------------------------------------------------------------------------
+    def const_mag(self, magnitude: float) -> z3.ExprRef:
+        """The magnitude code of a positive finite non-max constant (symbolic, ordered)."""
+        if magnitude not in self.const_mags:
+            self.const_mags[magnitude] = z3.BitVec(f"absfp_{self.dtype}_c{magnitude!r}", self.k)
+        return self.const_mags[magnitude]
+
+    def const(self, value: Any) -> z3.ExprRef:
+        v = round_to(float(value), self.dtype)
+        if math.isnan(v):
+            return self.nan()
+        s = 1 if math.copysign(1.0, v) < 0 else 0
+        a = abs(v)
+        if math.isinf(a):
+            return self.inf(s)
+        if a == 0.0:
+            return self.mk(s, 0)
+        if a == self.max_value:
+            return self.mk(s, self.MAX)
+        return self.mk(s, self.const_mag(a))
+
+    def precondition(self) -> list[z3.BoolRef]:
+        mags = sorted(self.const_mags.items())
+        facts = []
+        for _, m in mags:
+            facts += [z3.UGT(m, 0), z3.ULT(m, self.MAX)]
+        for (_, m1), (_, m2) in zip(mags, mags[1:]):
+            facts.append(z3.ULT(m1, m2))
+        return facts
+
+    # -- exact operations ----------------------------------------------------------------------
+    def neg(self, x):
+        return x ^ z3.BitVecVal(1 << self.k, self.k + 1)
+
+    def abs(self, x):
+        return self.mk(0, self.mag(x))
+
+    def eq(self, a, b):
+        both_zero = z3.And(self.is_zero(a), self.is_zero(b))
+        return z3.And(z3.Not(self.is_nan(a)), z3.Not(self.is_nan(b)), z3.Or(a == b, both_zero))
+
+    def lt(self, a, b):
+        sa, sb, ma, mb = self.negative(a), self.negative(b), self.mag(a), self.mag(b)
+        both_zero = z3.And(ma == 0, mb == 0)
+        ordered = z3.Or(
+            z3.And(sa, z3.Not(sb), z3.Not(both_zero)),
+            z3.And(z3.Not(sa), z3.Not(sb), z3.ULT(ma, mb)),
+            z3.And(sa, sb, z3.UGT(ma, mb)))
+        return z3.And(z3.Not(self.is_nan(a)), z3.Not(self.is_nan(b)), ordered)
+
+    def same(self, a, b):
+        return z3.Or(z3.And(self.is_nan(a), self.is_nan(b)), a == b)
+
+    # -- arithmetic ----------------------------------------------------------------------------
+    def add(self, a, b):
+        sa, sb, ma, mb = self.sign(a), self.sign(b), self.mag(a), self.mag(b)
+        nan = z3.Or(self.is_nan(a), self.is_nan(b),
+                    z3.And(self.is_inf(a), self.is_inf(b), sa != sb))
+        f = self._uf("add", self.sort, self.sort, self.sort)
+        r = f(a, b) & f(b, a)
+        # IEEE 754 §6.3: a sum of two nonzero same-sign values keeps the sign; with different
+        # signs the larger magnitude decides; x + (-x) = +0 in round-to-nearest.
+        sign = z3.If(sa == sb, sa, z3.If(z3.UGT(ma, mb), sa, sb))
+        return z3.If(nan, self.nan(),
+               z3.If(self.is_inf(a), a,
+               z3.If(self.is_inf(b), b,
+               z3.If(z3.And(ma == 0, mb == 0), self.mk(sa & sb, 0),   # -0 + -0 = -0, else +0
+               z3.If(ma == 0, b,
+               z3.If(mb == 0, a,
+               z3.If(z3.And(ma == mb, sa != sb), self.mk(0, 0),
+                     self.mk(sign, self.mag(r)))))))))
+
+    def sub(self, a, b):
+        # IEEE 754: x - y is x + (-y), NaN operands included.
+        return self.add(a, self.neg(b))
+
+    def mul(self, a, b):
+        ma, mb = self.mag(a), self.mag(b)
+        s = self.sign(a) ^ self.sign(b)
+        one = self.const_mag(1.0)
+        f = self._uf("mul", self.mag(a).sort(), self.mag(a).sort(), self.mag(a).sort())
+        nan = z3.Or(self.is_nan(a), self.is_nan(b),
+                    z3.And(self.is_inf(a), mb == 0), z3.And(ma == 0, self.is_inf(b)))
+        return z3.If(nan, self.nan(),
+               z3.If(z3.Or(self.is_inf(a), self.is_inf(b)), self.mk(s, self.INF),
+               z3.If(z3.Or(ma == 0, mb == 0), self.mk(s, 0),
+               z3.If(ma == one, self.mk(s, mb),
+               z3.If(mb == one, self.mk(s, ma),
+                     self.mk(s, f(ma, mb) & f(mb, ma)))))))
+
+    def div(self, a, b):
+        ma, mb = self.mag(a), self.mag(b)
+        s = self.sign(a) ^ self.sign(b)
+        one = self.const_mag(1.0)
+        f = self._uf("div", ma.sort(), ma.sort(), ma.sort())
+        nan = z3.Or(self.is_nan(a), self.is_nan(b), z3.And(ma == 0, mb == 0),
+                    z3.And(self.is_inf(a), self.is_inf(b)))
+        return z3.If(nan, self.nan(),
+               z3.If(self.is_inf(a), self.mk(s, self.INF),
+               z3.If(self.is_inf(b), self.mk(s, 0),
+               z3.If(ma == 0, self.mk(s, 0),
+               z3.If(mb == 0, self.mk(s, self.INF),
+               z3.If(mb == one, self.mk(s, ma),
+               z3.If(ma == mb, self.mk(s, one),
+                     self.mk(s, f(ma, mb)))))))))
+
+    # -- functions from the special-value table -------------------------------------------------
+    def _special_value(self, out: float | str, x):
+        return x if out == "x" else self.const(out)
+
+    def unary(self, fname: str, x):
+        rule = special.UNARY_RULES.get(fname)
+        if rule is None:
+            raise Unsupported(f"float function {fname}")
+        mx = self.mag(x)
+        f = self._uf(fname, self.sort, self.sort)
+        if rule.odd:
+            g = self._uf(fname + "_mag", mx.sort(), mx.sort())
+            general = self.mk(self.sign(x), g(mx))
+        elif rule.nonneg:
+            general = self.mk(0, self.mag(f(x)))
+        else:
+            general = f(x)
+        if rule.nan_below_zero:
+            general = z3.If(self.negative(x), self.nan(), general)
+        cases = {
+            "nan": self.is_nan(x),
+            "+inf": x == self.inf(0), "-inf": x == self.inf(1),
+            "+0": x == self.mk(0, 0), "-0": x == self.mk(1, 0),
+        }
+        if "+1" in rule.specials or "-1" in rule.specials:
+            one = self.const_mag(1.0)
+            cases["+1"] = x == self.mk(0, one)
+            cases["-1"] = x == self.mk(1, one)
+        result = general
+        for key, cond in cases.items():
+            if key in rule.specials:
+                result = z3.If(cond, self._special_value(rule.specials[key], x), result)
+        return result
+
+    def binary(self, fname: str, a, b):
+        if fname not in special.BINARY_UF:
+            raise Unsupported(f"float function {fname}")
+        f = self._uf(fname, self.sort, self.sort, self.sort)
+        general = z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(), f(a, b))
+        if fname == "pow":
+            # C99 F.9.4.4: pow(x, ±0) = 1 for any x, pow(+1, y) = 1 for any y, NaNs included.
+            one = self.const(1.0)
+            return z3.If(z3.Or(self.is_zero(b), a == one), one, general)
+        if fname == "log_add_exp":
+            g = self._uf(fname + "_c", self.sort, self.sort, self.sort)
+            return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(), g(a, b) & g(b, a))
+        return general
+
+
+class AbstractModel(FloatModel):
+    """The abstract float model of a run. `mag_bits` is the magnitude width k."""
+
+    name = "abstract"
+
+    def __init__(self, mag_bits: int = 16) -> None:
+        super().__init__()
+        if not 3 <= mag_bits <= 62:
+            raise ValueError("magnitude width must be in 3..62")
+        self.mag_bits = mag_bits
+        self.used_ufs: set[str] = set()
+        self._casts: dict[tuple[str, str], z3.FuncDeclRef] = {}
+
+    def _make_domain(self, dtype: str) -> ScalarDomain:
+        if is_float(dtype):
+            return AbstractFloats(self, dtype)
+        if is_int(dtype):
+            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
+        if is_bool(dtype):
+            return BoolDomain()
+        raise Unsupported(f"dtype {dtype} is not supported")
+
+    def describe(self) -> str:
+        return f"abstract (magnitude bits {self.mag_bits})"
+
+    def preconditions(self) -> list[z3.BoolRef]:
+        facts: list[z3.BoolRef] = []
+        for d in self._domains.values():
+            if isinstance(d, AbstractFloats):
+                facts += d.precondition()
+        return facts
+
+    # -- casts ---------------------------------------------------------------------------------
+    def _cast_uf(self, src: str, dst: str, dom_sort: z3.SortRef, rng: z3.SortRef):
+        if (src, dst) not in self._casts:
+            self._casts[(src, dst)] = z3.Function(f"absfp_cast_{src}_{dst}", dom_sort, rng)
+            self.used_ufs.add("cast")
+        return self._casts[(src, dst)]
+
+    def cast(self, x, src: str, dst: str):
+        if src == dst:
+            return x
+        s, d = self.domain(src), self.domain(dst)
+        if isinstance(s, AbstractFloats) and isinstance(d, AbstractFloats):
+            # IEEE conversion keeps NaN, ±inf, ±0 and the sign; magnitudes are abstract
+            # (coarse level of the paper's cast ladder; the precise split is issue 5).
+            g = self._cast_uf(src, dst, s.mag(x).sort(), d.mag(x).sort())
+            mx = s.mag(x)
+            return z3.If(s.is_nan(x), d.nan(),
+                   z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF),
+                   z3.If(mx == 0, d.mk(s.sign(x), 0), d.mk(s.sign(x), g(mx)))))
+        if isinstance(d, BoolDomain):
+            return s.truthy(x)
+        if isinstance(s, BoolDomain):
+            return z3.If(x, d.one(), d.zero())
+        if isinstance(s, IntDomain) and isinstance(d, IntDomain):
+            return _int_resize(x, s, d)
+        if isinstance(s, IntDomain) and isinstance(d, AbstractFloats):
+            g = self._cast_uf(src, dst, s.sort, d.sort)
+            # 0 converts to +0, and the sign follows the integer's sign.
+            sign = z3.If(s.lt(x, s.zero()), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
+            return z3.If(x == 0, d.mk(0, 0), d.mk(sign, d.mag(g(x))))
+        if isinstance(s, AbstractFloats) and isinstance(d, IntDomain):
+            # Out of range and NaN are UB (C 6.3.1.4), otherwise truncation toward zero.
+            g = self._cast_uf(src, dst, s.sort, d.sort)
+            self.on_ub(z3.Or(s.is_nan(x), s.is_inf(x)), f"astype {src}->{dst} of NaN or inf")
+            return z3.If(s.mag(x) == 0, d.zero(), g(x))
+        raise Unsupported(f"astype {src} -> {dst}")
+
+    # -- counterexamples -------------------------------------------------------------------------
+    def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:
+        """Concrete values for abstract ones. Magnitudes become reals that respect their
+        order: constants keep their value, others are placed between their neighbours."""
+        raw: list[Any] = []
+        by_dtype: dict[str, set[int]] = {}
+        for term, dtype in terms:
+            v = model.eval(term, model_completion=True)
+            if is_bool(dtype):
+                raw.append(z3.is_true(v))
+                continue
+            iv = v.as_long()
+            raw.append(iv)
+            if is_float(dtype):
+                d = self.domain(dtype)
+                by_dtype.setdefault(dtype, set()).add(iv & ((1 << d.k) - 1))
+        maps = {dt: self._magnitude_map(model, dt, mags) for dt, mags in by_dtype.items()}
+        out: list[Any] = []
+        for (term, dtype), iv in zip(terms, raw):
+            if is_bool(dtype):
+                out.append(iv)
+            elif is_int(dtype):
+                bits, signed = INT_FORMATS[dtype]
+                out.append(iv - (1 << bits) if signed and iv >> (bits - 1) else iv)
+            else:
+                d = self.domain(dtype)
+                sign = -1.0 if iv >> d.k else 1.0
+                out.append(math.copysign(maps[dtype][iv & ((1 << d.k) - 1)], sign))
+        return out
+
+    def _magnitude_map(self, model: z3.ModelRef, dtype: str, mags: set[int]) -> dict[int, float]:
+        d: AbstractFloats = self.domain(dtype)  # type: ignore[assignment]
+        anchors = {0: 0.0, d.MAX: d.max_value}
+        for value, sym in d.const_mags.items():
+            anchors[model.eval(sym, model_completion=True).as_long()] = value
+        result = {d.NAN: math.nan, d.INF: math.inf, **anchors}
+        free = sorted(m for m in mags if m not in result)
+        keys = sorted(anchors)
+        np_t = numpy_dtype(dtype).type
+        for m in free:
+            lo = max(k for k in keys if k < m)
+            hi = min(k for k in keys if k > m)
+            same_gap = [f for f in free if lo < f < hi]
+            j = same_gap.index(m) + 1
+            a, b = anchors[lo], anchors[hi]
+            if b == d.max_value:
+                val = (a if a >= 1 else 0.0) + j      # small, readable integers above a
+                if val >= b:
+                    val = a + (b - a) * j / (len(same_gap) + 1)
+            else:
+                val = a + (b - a) * j / (len(same_gap) + 1)
+            result[m] = float(np_t(val))
+        return result
+
+
+def _int_resize(x, s: IntDomain, d: IntDomain):
+    if d.bits == s.bits:
+        return x
+    if d.bits < s.bits:
+        return z3.Extract(d.bits - 1, 0, x)
+    return z3.SignExt(d.bits - s.bits, x) if s.signed else z3.ZeroExt(d.bits - s.bits, x)

@@ -1,0 +1,199 @@
+"""The IEEE-754 float model: SMT-LIB's FloatingPoint theory, round-to-nearest-even.
+
++, -, *, /, sqrt, comparisons, rounding to integral and casts are bit-exact. Transcendental
+functions (exp, tanh, erf, ...) have no SMT counterpart: they are uninterpreted functions
+with the special values of `special.py` fixed, exactly as in the abstract model.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any, Sequence
+
+import numpy as np
+import z3
+
+from tvtv.absfp import special
+from tvtv.absfp.abstract import _int_resize, round_to
+from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
+from tvtv.absfp.integers import BoolDomain, IntDomain
+from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv.errors import Unsupported
+
+RNE = z3.RNE()
+_ROUNDING = {"floor": z3.RTN(), "ceil": z3.RTP(), "trunc": z3.RTZ(), "round": z3.RNE()}
+
+
+class IEEEFloats(ScalarDomain):
+    def __init__(self, owner: "IEEEModel", dtype: str) -> None:
+        fmt = FLOAT_FORMATS[dtype]
+        self.owner = owner
+        self.dtype = dtype
+        self.sort = z3.FPSort(fmt.ebits, fmt.sbits)
+        self._ufs: dict[str, z3.FuncDeclRef] = {}
+
+    def const(self, value: Any) -> z3.ExprRef:
+        v = round_to(float(value), self.dtype)
+        if math.isnan(v):
+            return z3.fpNaN(self.sort)
+        if math.isinf(v):
+            return z3.fpPlusInfinity(self.sort) if v > 0 else z3.fpMinusInfinity(self.sort)
+        if v == 0.0:
+            return z3.fpMinusZero(self.sort) if math.copysign(1.0, v) < 0 else z3.fpPlusZero(self.sort)
+        return z3.FPVal(v, None, self.sort)
+
+    def nan(self):
+        return z3.fpNaN(self.sort)
+
+    def is_nan(self, a):
+        return z3.fpIsNaN(a)
+
+    def is_inf(self, a):
+        return z3.fpIsInf(a)
+
+    def add(self, a, b):
+        return z3.fpAdd(RNE, a, b)
+
+    def sub(self, a, b):
+        return z3.fpSub(RNE, a, b)
+
+    def mul(self, a, b):
+        return z3.fpMul(RNE, a, b)
+
+    def div(self, a, b):
+        return z3.fpDiv(RNE, a, b)
+
+    def neg(self, a):
+        return z3.fpNeg(a)
+
+    def abs(self, a):
+        return z3.fpAbs(a)
+
+    def lt(self, a, b):
+        return z3.fpLT(a, b)
+
+    def le(self, a, b):
+        return z3.fpLEQ(a, b)
+
+    def eq(self, a, b):
+        return z3.fpEQ(a, b)
+
+    def same(self, a, b):
+        # SMT-LIB `=` on floats is identity: one NaN, and +0 ≠ -0.
+        return z3.Or(z3.And(z3.fpIsNaN(a), z3.fpIsNaN(b)), a == b)
+
+    def _uf(self, name: str, arity: int) -> z3.FuncDeclRef:
+        if name not in self._ufs:
+            self._ufs[name] = z3.Function(f"ieee_{name}_{self.dtype}", *([self.sort] * (arity + 1)))
+        return self._ufs[name]
+
+    def unary(self, fname: str, x):
+        if fname == "sqrt":
+            return z3.fpSqrt(RNE, x)
+        if fname in _ROUNDING:
+            return z3.fpRoundToIntegral(_ROUNDING[fname], x)
+        rule = special.UNARY_RULES.get(fname)
+        if rule is None:
+            raise Unsupported(f"float function {fname}")
+        f = self._uf(fname, 1)
+        if rule.odd:
+            general = z3.If(z3.fpIsNegative(x), z3.fpNeg(f(z3.fpAbs(x))), f(z3.fpAbs(x)))
+        elif rule.nonneg:
+            general = z3.fpAbs(f(x))
+        else:
+            general = f(x)
+        if rule.nan_below_zero:
+            general = z3.If(z3.fpIsNegative(x), self.nan(), general)
+        cases = {
+            "nan": z3.fpIsNaN(x),
+            "+inf": x == z3.fpPlusInfinity(self.sort), "-inf": x == z3.fpMinusInfinity(self.sort),
+            "+0": x == z3.fpPlusZero(self.sort), "-0": x == z3.fpMinusZero(self.sort),
+            "+1": x == self.const(1.0), "-1": x == self.const(-1.0),
+        }
+        result = general
+        for key, cond in cases.items():
+            if key in rule.specials:
+                out = rule.specials[key]
+                result = z3.If(cond, x if out == "x" else self.const(out), result)
+        return result
+
+    def binary(self, fname: str, a, b):
+        if fname not in special.BINARY_UF:
+            raise Unsupported(f"float function {fname}")
+        f = self._uf(fname, 2)
+        general = z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(), f(a, b))
+        if fname == "pow":
+            one = self.const(1.0)
+            return z3.If(z3.Or(z3.fpIsZero(b), a == one), one, general)
+        if fname == "log_add_exp":
+            return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(),
+                         z3.If(z3.fpLT(a, b), f(a, b), f(b, a)))
+        return general
+
+
+class IEEEModel(FloatModel):
+    name = "ieee"
+
+    def _make_domain(self, dtype: str) -> ScalarDomain:
+        if is_float(dtype):
+            return IEEEFloats(self, dtype)
+        if is_int(dtype):
+            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
+        if is_bool(dtype):
+            return BoolDomain()
+        raise Unsupported(f"dtype {dtype} is not supported")
+
+    def cast(self, x, src: str, dst: str):
+        if src == dst:
+            return x
+        s, d = self.domain(src), self.domain(dst)
+        if isinstance(s, IEEEFloats) and isinstance(d, IEEEFloats):
+            return z3.fpToFP(RNE, x, d.sort)
+        if isinstance(d, BoolDomain):
+            return s.truthy(x)
+        if isinstance(s, BoolDomain):
+            return z3.If(x, d.one(), d.zero())
+        if isinstance(s, IntDomain) and isinstance(d, IntDomain):
+            return _int_resize(x, s, d)
+        if isinstance(s, IntDomain) and isinstance(d, IEEEFloats):
+            return z3.fpSignedToFP(RNE, x, d.sort) if s.signed else z3.fpUnsignedToFP(RNE, x, d.sort)
+        if isinstance(s, IEEEFloats) and isinstance(d, IntDomain):
+            # C 6.3.1.4: truncation toward zero; NaN and out-of-range values are UB.
+            t = z3.fpRoundToIntegral(z3.RTZ(), x)
+            lo = -(1 << (d.bits - 1)) if d.signed else 0
+            hi = (1 << (d.bits - 1)) - 1 if d.signed else (1 << d.bits) - 1
+            in_range = z3.And(z3.Not(z3.fpIsNaN(x)), z3.Not(z3.fpIsInf(x)),
+                              z3.fpGEQ(t, z3.fpSignedToFP(RNE, z3.BitVecVal(lo, 65), s.sort)),
+                              z3.fpLEQ(t, z3.fpSignedToFP(RNE, z3.BitVecVal(hi, 65), s.sort)))
+            self.on_ub(z3.Not(in_range), f"astype {src}->{dst} out of range")
+            return (z3.fpToSBV(z3.RTZ(), x, d.sort) if d.signed else z3.fpToUBV(z3.RTZ(), x, d.sort))
+        raise Unsupported(f"astype {src} -> {dst}")
+
+    def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:
+        out: list[Any] = []
+        for term, dtype in terms:
+            v = model.eval(term, model_completion=True)
+            if is_bool(dtype):
+                out.append(z3.is_true(v))
+            elif is_int(dtype):
+                bits, signed = INT_FORMATS[dtype]
+                iv = v.as_long()
+                out.append(iv - (1 << bits) if signed and iv >> (bits - 1) else iv)
+            else:
+                out.append(fp_value(v, dtype))
+        return out
+
+
+def fp_value(v: z3.ExprRef, dtype: str) -> float:
+    """A z3 floating-point numeral as a Python float (exact: via its bit pattern)."""
+    if z3.is_fp_value(v):
+        if v.isNaN():
+            return math.nan
+        if v.isInf():
+            return -math.inf if v.isNegative() else math.inf
+        if v.isZero():
+            return -0.0 if v.isNegative() else 0.0
+    bits = z3.simplify(z3.fpToIEEEBV(v)).as_long()
+    width = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}[dtype]
+    raw = np.array([bits], dtype=f"uint{width}")
+    return float(raw.view(numpy_dtype(dtype))[0])

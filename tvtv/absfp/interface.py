@@ -1,0 +1,141 @@
+"""The interface every scalar model offers to the op encoders.
+
+A *float model* (abstract or IEEE) is chosen per run. `model.domain(dtype)` gives a
+`ScalarDomain`: the SMT sort of one element of that dtype and its operations. Encoders only
+ever call these methods, so the same encoder works in both float models and for integers.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Sequence
+
+import z3
+
+UBCallback = Callable[[z3.BoolRef, str], None]
+
+
+class ScalarDomain(ABC):
+    """Values of one dtype: an SMT sort and exact or abstract operations on it."""
+
+    dtype: str
+    sort: z3.SortRef
+
+    # -- values ------------------------------------------------------------------------------
+    @abstractmethod
+    def const(self, value: Any) -> z3.ExprRef: ...
+
+    def var(self, name: str) -> z3.ExprRef:
+        return z3.Const(name, self.sort)
+
+    def zero(self) -> z3.ExprRef:
+        return self.const(0)
+
+    def one(self) -> z3.ExprRef:
+        return self.const(1)
+
+    # -- arithmetic --------------------------------------------------------------------------
+    @abstractmethod
+    def add(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef: ...
+    @abstractmethod
+    def sub(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef: ...
+    @abstractmethod
+    def mul(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef: ...
+    @abstractmethod
+    def div(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef: ...
+    @abstractmethod
+    def neg(self, a: z3.ExprRef) -> z3.ExprRef: ...
+    @abstractmethod
+    def abs(self, a: z3.ExprRef) -> z3.ExprRef: ...
+
+    def maximum(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
+        """numpy.maximum: NaN if either is NaN, else `a if a > b else b` (ties give b)."""
+        return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(),
+                     z3.If(self.gt(a, b), a, b))
+
+    def minimum(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
+        """numpy.minimum: NaN if either is NaN, else `a if a < b else b` (ties give b)."""
+        return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(),
+                     z3.If(self.lt(a, b), a, b))
+
+    # -- comparisons (IEEE: every comparison with NaN is false except !=) ------------------
+    @abstractmethod
+    def lt(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef: ...
+    @abstractmethod
+    def eq(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef: ...
+
+    def le(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+        return z3.Or(self.lt(a, b), self.eq(a, b))
+
+    def gt(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+        return self.lt(b, a)
+
+    def ge(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+        return self.le(b, a)
+
+    def ne(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+        return z3.Not(self.eq(a, b))
+
+    # -- classification ----------------------------------------------------------------------
+    def is_nan(self, a: z3.ExprRef) -> z3.BoolRef:
+        return z3.BoolVal(False)
+
+    def nan(self) -> z3.ExprRef:
+        raise NotImplementedError(f"{self.dtype} has no NaN")
+
+    def is_inf(self, a: z3.ExprRef) -> z3.BoolRef:
+        return z3.BoolVal(False)
+
+    def same(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+        """Refinement equality: both NaN (payloads unobserved), or the very same value
+        (+0.0 and -0.0 differ)."""
+        return a == b
+
+    # -- functions -----------------------------------------------------------------------------
+    def unary(self, fname: str, a: z3.ExprRef) -> z3.ExprRef:
+        raise NotImplementedError(f"{fname} on {self.dtype}")
+
+    def binary(self, fname: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
+        raise NotImplementedError(f"{fname} on {self.dtype}")
+
+    # -- booleans ------------------------------------------------------------------------------
+    def truthy(self, a: z3.ExprRef) -> z3.BoolRef:
+        """`a != 0` (NaN is true, as in C)."""
+        return z3.Not(self.eq(a, self.zero()))
+
+    def from_bool(self, b: z3.BoolRef) -> z3.ExprRef:
+        return z3.If(b, self.one(), self.zero())
+
+
+class FloatModel(ABC):
+    """A run's choice of float semantics: 'abstract' (mlir-tv) or 'ieee' (SMT FP theory)."""
+
+    name: str
+
+    def __init__(self) -> None:
+        self.on_ub: UBCallback = lambda cond, why: None
+        self._domains: dict[str, ScalarDomain] = {}
+
+    def domain(self, dtype: str) -> ScalarDomain:
+        if dtype not in self._domains:
+            self._domains[dtype] = self._make_domain(dtype)
+        return self._domains[dtype]
+
+    @abstractmethod
+    def _make_domain(self, dtype: str) -> ScalarDomain: ...
+
+    @abstractmethod
+    def cast(self, x: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:
+        """astype from `src` to `dst` dtype."""
+
+    def preconditions(self) -> list[z3.BoolRef]:
+        """Facts the model assumes (e.g. the order of abstract constants)."""
+        return []
+
+    @abstractmethod
+    def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:
+        """Concrete Python values (floats, ints, bools) for `terms` in a solver model.
+
+        For floats, special values come back as float('nan'), ±inf and -0.0."""
+
+    def describe(self) -> str:
+        return self.name

@@ -1,0 +1,75 @@
+"""Special-value rules of the float functions that both float models leave uninterpreted.
+
+Each rule says what IEEE 754 / C99 Annex F (as numpy implements it, measured with numpy 2.4
+on float32) gives on NaN, ±inf, ±0 and 1; on every other input the function is an
+uninterpreted function, constrained only by `odd` (f(-x) = -f(x)) or `nonneg` (result ≥ +0).
+The abstract and the IEEE model use the same table, so they agree on special values by
+construction; `tests/test_absfp_conformance.py` checks the table itself against numpy.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# Keys of `specials`: "nan", "+inf", "-inf", "+0", "-0", "+1", "-1".
+# Values: a float (the exact result), or "x" for "the input itself".
+NAN = math.nan
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class UnaryRule:
+    specials: dict[str, float | str]
+    odd: bool = False          # f(-x) = -f(x) on ordinary values
+    nonneg: bool = False       # result is ≥ +0 (or NaN) on ordinary values
+    nan_below_zero: bool = False  # negative ordinary inputs give NaN (log, sqrt, ...)
+    doc: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+_NAN_IN = {"nan": NAN}
+PI_2 = math.pi / 2
+
+UNARY_RULES: dict[str, UnaryRule] = {
+    "exp": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": 0.0, "+0": 1.0, "-0": 1.0}, nonneg=True),
+    "log": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": -INF, "-0": -INF, "+1": 0.0,
+                      "-1": NAN}, nan_below_zero=True),
+    "sqrt": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": "x", "-0": "x", "+1": 1.0,
+                       "-1": NAN}, nonneg=True, nan_below_zero=True),
+    # rsqrt(x) = 1 / sqrt(x) (Relax's documentation), so rsqrt(-0) = 1 / -0 = -inf.
+    "rsqrt": UnaryRule({**_NAN_IN, "+inf": 0.0, "-inf": NAN, "+0": INF, "-0": -INF, "+1": 1.0,
+                        "-1": NAN}, nonneg=True, nan_below_zero=True),
+    "tanh": UnaryRule({**_NAN_IN, "+inf": 1.0, "-inf": -1.0, "+0": "x", "-0": "x"}, odd=True),
+    # sigmoid(x) = 1 / (1 + exp(-x)): sigmoid(±0) = 0.5
+    "sigmoid": UnaryRule({**_NAN_IN, "+inf": 1.0, "-inf": 0.0, "+0": 0.5, "-0": 0.5},
+                         nonneg=True),
+    "erf": UnaryRule({**_NAN_IN, "+inf": 1.0, "-inf": -1.0, "+0": "x", "-0": "x"}, odd=True),
+    "sin": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x"}, odd=True),
+    "cos": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": 1.0, "-0": 1.0}),
+    "tan": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x"}, odd=True),
+    "asin": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x", "+1": PI_2,
+                       "-1": -PI_2}, odd=True),
+    "acos": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": PI_2, "-0": PI_2, "+1": 0.0,
+                       "-1": math.pi}, nonneg=True),
+    "atan": UnaryRule({**_NAN_IN, "+inf": PI_2, "-inf": -PI_2, "+0": "x", "-0": "x"}, odd=True),
+    "sinh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": -INF, "+0": "x", "-0": "x"}, odd=True),
+    "cosh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": INF, "+0": 1.0, "-0": 1.0}, nonneg=True),
+    "asinh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": -INF, "+0": "x", "-0": "x"}, odd=True),
+    "acosh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": NAN, "-0": NAN, "+1": 0.0,
+                        "-1": NAN}, nonneg=True, nan_below_zero=True),
+    "atanh": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x", "+1": INF,
+                        "-1": -INF}, odd=True),
+    # Rounding functions: integral values (±0, ±1, ±inf) are fixed points.
+    "floor": UnaryRule({**_NAN_IN, "+inf": "x", "-inf": "x", "+0": "x", "-0": "x", "+1": "x",
+                        "-1": "x"}),
+    "ceil": UnaryRule({**_NAN_IN, "+inf": "x", "-inf": "x", "+0": "x", "-0": "x", "+1": "x",
+                       "-1": "x"}),
+    "trunc": UnaryRule({**_NAN_IN, "+inf": "x", "-inf": "x", "+0": "x", "-0": "x", "+1": "x",
+                        "-1": "x"}, odd=True),
+    "round": UnaryRule({**_NAN_IN, "+inf": "x", "-inf": "x", "+0": "x", "-0": "x", "+1": "x",
+                        "-1": "x"}, odd=True),
+}
+
+# Binary functions left uninterpreted (besides the arithmetic that each model handles itself).
+# pow follows C99 F.9.4.4: pow(x, ±0) = 1 for any x (even NaN); pow(+1, y) = 1 for any y.
+BINARY_UF = ("pow", "atan2", "fmod", "log_add_exp")

@@ -1,0 +1,1 @@
+"""Relax and TIR encoders: tensors, reductions, the op registry, functions."""

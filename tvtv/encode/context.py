@@ -1,0 +1,51 @@
+"""State of encoding one side (source or target) of a refinement check."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from tvtv.absfp.interface import FloatModel, ScalarDomain
+
+
+@dataclass
+class EncodeContext:
+    """What an op encoder may use: the float model, UB recording, shared UFs.
+
+    `ub` collects (condition, reason) pairs: the side is undefined when any condition holds.
+    Conditions recorded inside an `If` branch are guarded by the branch's path condition.
+    """
+
+    model: FloatModel
+    side: str = "src"
+    ub: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
+    path: list[z3.BoolRef] = field(default_factory=list)
+    ufs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
+    notes: set[str] = field(default_factory=set)
+
+    def dom(self, dtype: str) -> ScalarDomain:
+        return self.model.domain(dtype)
+
+    def add_ub(self, cond: z3.BoolRef, reason: str) -> None:
+        guard = z3.And(*self.path, cond) if self.path else cond
+        self.ub.append((guard, reason))
+
+    def well_defined(self) -> z3.BoolRef:
+        return z3.And(*[z3.Not(c) for c, _ in self.ub]) if self.ub else z3.BoolVal(True)
+
+    def uf(self, name: str, *sorts: z3.SortRef) -> z3.FuncDeclRef:
+        """An uninterpreted function shared by every side that uses the same name and sorts."""
+        return shared_uf(name, *sorts)
+
+
+_SHARED: dict[tuple[str, tuple[Any, ...]], z3.FuncDeclRef] = {}
+
+
+def shared_uf(name: str, *sorts: z3.SortRef) -> z3.FuncDeclRef:
+    key = (name, tuple(s.sexpr() for s in sorts))
+    if key not in _SHARED:
+        suffix = "_".join(s.sexpr().replace(" ", "").replace("(", "").replace(")", "")
+                          for s in sorts)
+        _SHARED[key] = z3.Function(f"{name}__{abs(hash(suffix)) % 10**8}", *sorts)
+    return _SHARED[key]

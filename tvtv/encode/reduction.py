@@ -1,0 +1,138 @@
+"""Reductions over n elements given by an index function (mlir-tv, section 5.2).
+
+A float sum is an uninterpreted function of the lambda-built array of its n terms, with
+indices ≥ n holding the identity, so two sums are equal when their term arrays are (the
+hash-based commutative encoding is part of the TIR work). The summation order is unspecified by Relax's documentation, so no order is assumed:
+    sum(x) = 0.0 + x_0 + ... + x_{n-1} in an unspecified order (numpy starts from +0.0,
+    so a sum of -0.0 terms is +0.0), with the IEEE special cases fixed while n is small:
+    any NaN or (+inf and -inf) -> NaN, else any ±inf -> ±inf.
+Integer sums and products are exact (wrapping arithmetic is associative). max/min are
+exact left folds of numpy.maximum/minimum for small n (NaN propagates, ties give the
+later element) and uninterpreted above `FOLD_BOUND`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import z3
+
+from tvtv.absfp.dtypes import is_float
+from tvtv.encode.context import EncodeContext
+from tvtv.encode.tensor import INDEX, fresh_index, idx
+
+Elem = Callable[[z3.BitVecRef], z3.ExprRef]
+
+# Largest n for which special values are decided term by term (the term grows with n).
+SPECIAL_BOUND = 256
+# Largest n for which max/min/argmax and integer sums are unrolled exactly.
+FOLD_BOUND = 64
+
+
+def term_array(ctx: EncodeContext, dtype: str, n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
+    """Lambda r. r < n ? elem(r) : fill."""
+    r = fresh_index("r")
+    return z3.Lambda([r], z3.If(z3.ULT(r, idx(n)), elem(r), fill))
+
+
+def _any(n: int, pred: Callable[[int], z3.BoolRef]) -> z3.BoolRef:
+    return z3.Or(*[pred(k) for k in range(n)]) if n else z3.BoolVal(False)
+
+
+def _float_specials(ctx: EncodeContext, dtype: str, n: int, elem: Elem, general: z3.ExprRef,
+                    kind: str) -> z3.ExprRef:
+    dom = ctx.dom(dtype)
+    if n > SPECIAL_BOUND:
+        return general
+    terms = [elem(idx(k)) for k in range(n)]
+    any_nan = z3.Or(*[dom.is_nan(t) for t in terms])
+    pinf, ninf = dom.const(float("inf")), dom.const(float("-inf"))
+    any_p = z3.Or(*[t == pinf for t in terms])
+    any_n = z3.Or(*[t == ninf for t in terms])
+    if kind == "sum":
+        return z3.If(z3.Or(any_nan, z3.And(any_p, any_n)), dom.nan(),
+                     z3.If(any_p, pinf, z3.If(any_n, ninf, general)))
+    # product: NaN, or inf * 0 somewhere -> NaN (0 * inf); otherwise left uninterpreted
+    return z3.If(any_nan, dom.nan(), general)
+
+
+def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef:
+    dom = ctx.dom(dtype)
+    if n == 0:
+        return dom.const(0)
+    if not is_float(dtype):
+        if n <= FOLD_BOUND:
+            acc = elem(idx(0))
+            for k in range(1, n):
+                acc = dom.add(acc, elem(idx(k)))
+            return acc
+        arr = term_array(ctx, dtype, n, elem, dom.zero())
+        return ctx.uf(f"sum_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    if n == 1:
+        return dom.add(dom.const(0.0), elem(idx(0)))   # +0.0 + x: only -0.0 changes
+    ctx.notes.add("sum: uninterpreted")
+    arr = term_array(ctx, dtype, n, elem, dom.const(-0.0))
+    general = ctx.uf(f"sum_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    return _float_specials(ctx, dtype, n, elem, general, "sum")
+
+
+def reduce_prod(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef:
+    dom = ctx.dom(dtype)
+    if n == 0:
+        return dom.const(1)
+    if n == 1:
+        return elem(idx(0)) if not is_float(dtype) else dom.mul(dom.const(1.0), elem(idx(0)))
+    if not is_float(dtype) and n <= FOLD_BOUND:
+        acc = elem(idx(0))
+        for k in range(1, n):
+            acc = dom.mul(acc, elem(idx(k)))
+        return acc
+    ctx.notes.add("prod: uninterpreted")
+    arr = term_array(ctx, dtype, n, elem, dom.const(1))
+    general = ctx.uf(f"prod_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    return _float_specials(ctx, dtype, n, elem, general, "prod") if is_float(dtype) else general
+
+
+def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -> z3.ExprRef:
+    """max or min: the left fold of numpy.maximum / numpy.minimum."""
+    dom = ctx.dom(dtype)
+    step = dom.maximum if kind == "max" else dom.minimum
+    if n == 0:
+        raise ValueError("max/min of an empty axis")
+    if n <= FOLD_BOUND:
+        acc = elem(idx(0))
+        for k in range(1, n):
+            acc = step(acc, elem(idx(k)))
+        return acc
+    ctx.notes.add(f"{kind}: uninterpreted")
+    fill = elem(idx(0))
+    arr = term_array(ctx, dtype, n, elem, fill)
+    general = ctx.uf(f"{kind}_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    if is_float(dtype) and n <= SPECIAL_BOUND:
+        terms = [elem(idx(k)) for k in range(n)]
+        return z3.If(z3.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), general)
+    return general
+
+
+def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
+               out_dtype: str = "int64") -> z3.ExprRef:
+    """argmax / argmin: index of the first extreme element; the first NaN wins (numpy)."""
+    dom = ctx.dom(dtype)
+    odom = ctx.dom(out_dtype)
+    if n > FOLD_BOUND:
+        ctx.notes.add(f"arg{kind}: uninterpreted")
+        arr = term_array(ctx, dtype, n, elem, elem(idx(0)))
+        return ctx.uf(f"arg{kind}_{dtype}_{n}", arr.sort(), odom.sort)(arr)
+    best, best_i = elem(idx(0)), odom.const(0)
+    better = dom.gt if kind == "max" else dom.lt
+    for k in range(1, n):
+        x = elem(idx(k))
+        take = z3.And(z3.Not(dom.is_nan(best)), z3.Or(dom.is_nan(x), better(x, best)))
+        best_i = z3.If(take, odom.const(k), best_i)
+        best = z3.If(take, x, best)
+    return best_i
+
+
+def dot(ctx: EncodeContext, dtype: str, n: int, a: Elem, b: Elem) -> z3.ExprRef:
+    """Sum of products a_k * b_k (the sum's order unspecified, as in `reduce_sum`)."""
+    dom = ctx.dom(dtype)
+    return reduce_sum(ctx, dtype, n, lambda r: dom.mul(a(r), b(r)))

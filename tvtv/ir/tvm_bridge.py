@@ -1,0 +1,237 @@
+"""Everything else tvtv asks of TVM: parse and print TVMScript, keep tensor constants
+beside the script, run passes, check well-formedness, build and run on the VM.
+
+With `relax_reader.py`, this is the only code that imports TVM (apache-tvm 0.27).
+
+Tensor constants: TVM 0.27 prints tensor constants as `metadata["ir.GenericConst"][i]` and
+cannot print their values (`show_meta=True` segfaults). `save_module(mod, "m.py")` therefore
+writes the values to `m.consts.npz` (arrays `c0`, `c1`, ... in the order of the indices `i`),
+and `load_module("m.py")` reads them back from there.
+"""
+from __future__ import annotations
+
+import os
+import re
+import runpy
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tvm
+import tvm_ffi
+from tvm import relax
+
+from tvtv.errors import InputError
+
+IRModule = tvm.ir.IRModule
+_METADATA_RE = re.compile(r'metadata\["ir\.GenericConst"\]\[(\d+)\]')
+_FUNC_RE = re.compile(r"^    def (\w+)\(", re.M)
+
+
+def consts_path(script_path: str | os.PathLike) -> Path:
+    """Where the tensor constants of `script_path` live: `name.consts.npz` beside it."""
+    p = Path(script_path)
+    return p.with_name(p.stem + ".consts.npz")
+
+
+def _script_env(consts: Sequence[Any]) -> dict[str, Any]:
+    # extra_vars replaces TVM's defaults, so I, R and T must be given too.
+    return {"I": tvm.script.ir, "R": tvm.script.relax, "T": tvm.script.tirx,
+            "metadata": {"ir.GenericConst": list(consts)}}
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    # TVM's diagnostics start with the location; keep the line that names the error.
+    lines = [l for l in text.splitlines() if l.strip()]
+    for line in lines:
+        if "error" in line.lower():
+            return line.strip()
+    return lines[0].strip() if lines else type(err).__name__
+
+
+def parse_script(text: str, consts: Sequence[np.ndarray] = (), origin: str = "<string>") -> IRModule:
+    """Parse TVMScript text (as `mod.script()` prints it) into an IRModule."""
+    needed = [int(i) for i in _METADATA_RE.findall(text)]
+    if needed and max(needed) >= len(consts):
+        raise InputError(
+            f"{origin}: refers to tensor constant metadata[\"ir.GenericConst\"][{max(needed)}] "
+            f"but only {len(consts)} constant(s) were found (expected them in "
+            f"{consts_path(origin).name if origin != '<string>' else 'a .consts.npz file'})")
+    const_exprs = [relax.const(np.asarray(c)) for c in consts]
+    try:
+        mod = tvm.script.from_source(text, extra_vars=_script_env(const_exprs))
+    except Exception as err:  # TVM raises DiagnosticError and friends
+        raise InputError(f"{origin}: malformed TVMScript: {_first_line(err)}") from None
+    if not isinstance(mod, IRModule):
+        raise InputError(f"{origin}: the script does not define an IRModule (@I.ir_module)")
+    return mod
+
+
+def load_module(path: str | os.PathLike) -> IRModule:
+    """Read a module from a TVMScript file, with its constants from `consts_path(path)`.
+
+    A Python file that builds a module in code (imports tvm, defines an IRModule
+    variable) is run instead, when it is not plain TVMScript.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise InputError(f"{p}: cannot read: {err.strerror}") from None
+    consts: list[np.ndarray] = []
+    cp = consts_path(p)
+    if cp.exists():
+        with np.load(cp) as data:
+            consts = [data[f"c{i}"] for i in range(len(data.files))]
+    elif _METADATA_RE.search(text):
+        raise InputError(f"{p}: refers to tensor constants (metadata[...]) but {cp.name} "
+                         f"is missing beside it")
+    try:
+        return parse_script(text, consts, origin=str(p))
+    except InputError:
+        if re.search(r"^\s*(import tvm|from tvm)", text, re.M):
+            return _run_python_module(p)
+        raise
+
+
+def _run_python_module(p: Path) -> IRModule:
+    try:
+        env = runpy.run_path(str(p))
+    except Exception as err:
+        raise InputError(f"{p}: error while running the file: {_first_line(err)}") from None
+    mods = [v for k, v in env.items() if isinstance(v, IRModule)]
+    if not mods:
+        raise InputError(f"{p}: defines no IRModule")
+    for name in ("Module", "mod", "Before", "Expected", "After"):
+        if isinstance(env.get(name), IRModule):
+            return env[name]
+    return mods[0]
+
+
+def _constants_in_print_order(mod: IRModule, script: str) -> list[Any]:
+    order = _FUNC_RE.findall(script)
+    funcs = {gv.name_hint: f for gv, f in mod.functions.items()}
+    seen: list[Any] = []
+
+    def visit(e: Any) -> None:
+        if isinstance(e, tvm.ir.GenericConst) and e.ty.ndim != 0:
+            if not any(e.same_as(s) for s in seen):
+                seen.append(e)
+
+    for name in order:
+        f = funcs.get(name)
+        if isinstance(f, relax.Function):
+            relax.analysis.post_order_visit(f, visit)
+    return seen
+
+
+def module_to_script(mod: IRModule) -> tuple[str, list[np.ndarray]]:
+    """Print `mod` and return the script with its tensor constants (in index order)."""
+    script = mod.script()
+    consts = _constants_in_print_order(mod, script) if _METADATA_RE.search(script) else []
+    arrays = [c.value.numpy() for c in consts]
+    if arrays:
+        back = tvm.script.from_source(script, extra_vars=_script_env(consts))
+        if not tvm_ffi.structural_equal(back, mod):
+            raise InputError("cannot save the module's tensor constants: the printed order "
+                             "could not be recovered")
+    return script, arrays
+
+
+def save_module(mod: IRModule, path: str | os.PathLike) -> Path:
+    """Write `mod` as TVMScript to `path`, tensor constants to `consts_path(path)`."""
+    p = Path(path)
+    script, arrays = module_to_script(mod)
+    p.write_text(script)
+    cp = consts_path(p)
+    if arrays:
+        np.savez(cp, **{f"c{i}": a for i, a in enumerate(arrays)})
+    elif cp.exists():
+        cp.unlink()
+    return p
+
+
+def structural_equal(a: Any, b: Any) -> bool:
+    return bool(tvm_ffi.structural_equal(a, b))
+
+
+def is_well_formed(mod: IRModule) -> bool:
+    return bool(relax.analysis.check_well_formed(mod))
+
+
+def relax_pass(name: str, *args: Any, **kwargs: Any) -> Any:
+    """`relax.transform.NAME(*args, **kwargs)`."""
+    factory = getattr(relax.transform, name, None)
+    if factory is None:
+        raise InputError(f"TVM has no pass relax.transform.{name}")
+    return factory(*args, **kwargs)
+
+
+def pipeline(name: str) -> Any:
+    return relax.get_pipeline(name)
+
+
+def sequential(passes: Sequence[Any]) -> Any:
+    return tvm.transform.Sequential(list(passes))
+
+
+def apply(pass_obj: Any, mod: IRModule) -> IRModule:
+    """Run a TVM pass on a module. Passes that need a target (sort lowering) get llvm."""
+    with tvm.target.Target("llvm"):
+        with tvm.transform.PassContext(opt_level=3):
+            return pass_obj(mod)
+
+
+def is_pass(obj: Any) -> bool:
+    return isinstance(obj, tvm.transform.Pass)
+
+
+def pass_name(obj: Any) -> str:
+    return str(obj.info.name)
+
+
+def run_vm(mod: IRModule, func: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Build `mod` for llvm and run `func` on the VM; the outputs flattened into a list."""
+    ex = relax.build(mod, target="llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    args = [tvm.runtime.tensor(np.ascontiguousarray(a), tvm.cpu()) for a in inputs]
+    out = vm[func](*args)
+    flat: list[np.ndarray] = []
+
+    def walk(o: Any) -> None:
+        if hasattr(o, "numpy"):
+            flat.append(o.numpy())
+        else:
+            for x in o:
+                walk(x)
+
+    walk(out)
+    return flat
+
+
+def const_expr(value: np.ndarray) -> Any:
+    return relax.const(value)
+
+
+
+def fuse_ops_by_pattern() -> Any:
+    """FuseOpsByPattern with tvtv's default patterns: matmul/conv2d with a bias add and an
+    optional activation, the epilogues TVM's BYOC backends fuse."""
+    from tvm.relax.dpl import is_op, wildcard
+
+    def chain(anchor: str, *epilogue: str) -> Any:
+        p = is_op(anchor)(wildcard(), wildcard())
+        for op in epilogue:
+            p = is_op(op)(p, wildcard()) if op in ("relax.add", "relax.multiply") else is_op(op)(p)
+        return p
+
+    patterns = [
+        ("tvtv.matmul_add_relu", chain("relax.matmul", "relax.add", "relax.nn.relu")),
+        ("tvtv.matmul_add", chain("relax.matmul", "relax.add")),
+        ("tvtv.conv2d_add_relu", chain("relax.nn.conv2d", "relax.add", "relax.nn.relu")),
+        ("tvtv.conv2d_add", chain("relax.nn.conv2d", "relax.add")),
+        ("tvtv.conv2d_relu", chain("relax.nn.conv2d", "relax.nn.relu")),
+        ("tvtv.matmul", chain("relax.matmul")),
+    ]
+    return relax.transform.FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=False)

@@ -1,0 +1,90 @@
+"""The registry of passes tvtv knows: name, prerequisites, how to build it, what is supported.
+
+A pass that needs others first is checked on their output: the source of the check is the
+module after the prerequisites, the target is that module after the pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tvtv.errors import InputError
+from tvtv.ir import tvm_bridge
+
+VALIDATED = "validated"
+PREREQUISITE = "prerequisite only (validating it needs the TIR encoder)"
+NOT_YET = "runs, not validated yet"
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    name: str
+    build: Callable[[], Any]
+    prerequisites: tuple[str, ...] = ()
+    support: str = VALIDATED
+    note: str = ""
+
+    def make(self) -> Any:
+        return self.build()
+
+
+def _relax(name: str, *args: Any, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: tvm_bridge.relax_pass(name, *args, **kwargs)
+
+
+PASSES: dict[str, PassSpec] = {}
+
+
+def register(spec: PassSpec) -> PassSpec:
+    PASSES[spec.name] = spec
+    return spec
+
+
+for _name, _note in [
+    ("CanonicalizeBindings", "drops trivial bindings"),
+    ("DeadCodeElimination", "removes unused bindings and functions"),
+    ("ConvertToDataflow", "wraps bindings into dataflow blocks"),
+    ("ToNonDataflow", "unwraps dataflow blocks"),
+    ("Normalize", "A-normal form"),
+    ("LambdaLift", "lifts nested functions to private globals"),
+    ("InlinePrivateFunctions", "inlines private Relax functions"),
+    ("RemoveRedundantReshape", "removes reshape chains"),
+    ("ReorderPermuteDimsAfterConcat", "concat(permute) -> permute(concat)"),
+    ("CombineParallelMatmul", "parallel matmuls -> one matmul + split"),
+    ("DecomposeOpsForInference", "batch_norm (inference) -> elementwise ops"),
+]:
+    register(PassSpec(_name, _relax(_name), note=_note))
+
+register(PassSpec("EliminateCommonSubexpr", _relax("EliminateCommonSubexpr", call_only=False),
+                  note="reuses the first of structurally equal bindings (call_only=False)"))
+register(PassSpec("TopologicalSort", _relax("TopologicalSort", "depth-first", "from-outputs"),
+                  note="reorders bindings (depth-first, from outputs)"))
+register(PassSpec("FuseOpsByPattern", lambda: tvm_bridge.fuse_ops_by_pattern(),
+                  note="fuses matmul/conv2d epilogues into Composite functions (tvtv's patterns)"))
+register(PassSpec("LegalizeOps", _relax("LegalizeOps"), support=PREREQUISITE,
+                  note="lowers Relax ops to TIR PrimFuncs"))
+register(PassSpec("AnnotateTIROpPattern", _relax("AnnotateTIROpPattern"), ("LegalizeOps",),
+                  support=PREREQUISITE, note="annotates PrimFuncs with op patterns"))
+register(PassSpec("FuseOps", _relax("FuseOps"), ("LegalizeOps", "AnnotateTIROpPattern"),
+                  note="groups call_tir into Primitive functions (PrimFuncs opaque)"))
+register(PassSpec("FuseTIR", _relax("FuseTIR"), ("LegalizeOps", "AnnotateTIROpPattern", "FuseOps"),
+                  support=PREREQUISITE, note="merges fused PrimFuncs (needs the TIR encoder)"))
+
+
+def registered_passes() -> list[str]:
+    """Names of the passes tvtv knows, in registry order."""
+    return list(PASSES)
+
+
+def get(name: str) -> PassSpec:
+    if name not in PASSES:
+        known = ", ".join(PASSES)
+        raise InputError(f"unknown pass '{name}' (known passes: {known})")
+    return PASSES[name]
+
+
+def prepare(spec: PassSpec, mod: Any) -> Any:
+    """The module after `spec`'s prerequisites (the source of the check)."""
+    for pre in spec.prerequisites:
+        mod = tvm_bridge.apply(get(pre).make(), mod)
+    return mod

@@ -1,8 +1,9 @@
 """Confirm counterexamples by running both modules on the TVM VM (real execution).
 
-`confirmed` = execution on the counterexample's inputs shows the difference;
-`False` = execution agrees (the difference exists only in the abstraction: Alive2's
-"not unsound"); `None` = the VM could not show it (a build or run failure).
+`True`: execution on the counterexample's inputs shows the difference (or the target
+crashes where the source runs); `False`: execution agrees, the difference exists only in the
+abstraction (Alive2's "not unsound"); `None`: the VM could not show it (the source fails to
+build or run, or tuple inputs). The VM runs in a child process: generated code can crash.
 """
 from __future__ import annotations
 
@@ -15,23 +16,17 @@ from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
 
-def _flat_outputs(mod: Any, fname: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    return tvm_bridge.run_vm(mod, fname, inputs)
-
-
 def confirm(before: Any, after: Any, fname: str, param_names: list[str],
             cex: Counterexample) -> bool | None:
     inputs = [cex.inputs[n] for n in param_names]
     if any(isinstance(v, tuple) for v in inputs):
         return None
-    try:
-        src = _flat_outputs(before, fname, inputs)
-    except Exception:
+    runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, inputs)
+    (s_status, src), (t_status, tgt) = runs["source"], runs["target"]
+    if s_status != "ok":
         return None
-    try:
-        tgt = _flat_outputs(after, fname, inputs)
-    except Exception:
-        return True if cex.kind == "ub" else None
+    if t_status != "ok":
+        return True   # the source runs, the target fails or crashes on these inputs
     if len(src) != len(tgt):
         return True
     if cex.kind in ("shape", "dtype"):

@@ -26,7 +26,7 @@ import z3
 from tvtv.absfp import special
 from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
 from tvtv.absfp.integers import BoolDomain, IntDomain
-from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
 from tvtv.errors import Unsupported
 
 
@@ -321,7 +321,10 @@ class AbstractModel(FloatModel):
         raw: list[Any] = []
         by_dtype: dict[str, set[int]] = {}
         for term, dtype in terms:
-            v = model.eval(term, model_completion=True)
+            v = model_value(model, term)
+            if v is None:
+                raw.append(None)
+                continue
             if is_bool(dtype):
                 raw.append(z3.is_true(v))
                 continue
@@ -333,7 +336,9 @@ class AbstractModel(FloatModel):
         maps = {dt: self._magnitude_map(model, dt, mags) for dt, mags in by_dtype.items()}
         out: list[Any] = []
         for (term, dtype), iv in zip(terms, raw):
-            if is_bool(dtype):
+            if iv is None:
+                out.append(None)
+            elif is_bool(dtype):
                 out.append(iv)
             elif is_int(dtype):
                 bits, signed = INT_FORMATS[dtype]

@@ -17,7 +17,7 @@ from tvtv.absfp import special
 from tvtv.absfp.abstract import _int_resize, round_to
 from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
 from tvtv.absfp.integers import BoolDomain, IntDomain
-from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
 from tvtv.errors import Unsupported
 
 RNE = z3.RNE()
@@ -172,8 +172,10 @@ class IEEEModel(FloatModel):
     def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:
         out: list[Any] = []
         for term, dtype in terms:
-            v = model.eval(term, model_completion=True)
-            if is_bool(dtype):
+            v = model_value(model, term)
+            if v is None:
+                out.append(None)
+            elif is_bool(dtype):
                 out.append(z3.is_true(v))
             elif is_int(dtype):
                 bits, signed = INT_FORMATS[dtype]

@@ -139,3 +139,18 @@ class FloatModel(ABC):
 
     def describe(self) -> str:
         return self.name
+
+
+def model_value(model: z3.ModelRef, term: z3.ExprRef) -> z3.ExprRef | None:
+    """The numeral a solver model gives `term`, or None when the model cannot say.
+
+    Z3 sometimes leaves a select over an `as-array` model of an uninterpreted function
+    unevaluated; simplifying the evaluated term, or evaluating it again, reduces it. An
+    uninterpreted function applied to a lambda array (an opaque PrimFunc's output) may stay
+    unevaluated: such values are reported as unknown."""
+    v = model.eval(term, model_completion=True)
+    for _ in range(3):
+        if z3.is_bv_value(v) or z3.is_fp_value(v) or z3.is_true(v) or z3.is_false(v):
+            return v
+        v = model.eval(z3.simplify(v), model_completion=True)
+    return None

@@ -195,7 +195,7 @@ def run_vm(mod: IRModule, func: str, inputs: Sequence[np.ndarray]) -> list[np.nd
     """Build `mod` for llvm and run `func` on the VM; the outputs flattened into a list."""
     ex = relax.build(mod, target="llvm")
     vm = relax.VirtualMachine(ex, tvm.cpu())
-    args = [tvm.runtime.tensor(np.ascontiguousarray(a), tvm.cpu()) for a in inputs]
+    args = [tvm.runtime.tensor(np.array(a, order="C", copy=True), tvm.cpu()) for a in inputs]
     out = vm[func](*args)
     flat: list[np.ndarray] = []
 
@@ -235,3 +235,37 @@ def fuse_ops_by_pattern() -> Any:
         ("tvtv.matmul", chain("relax.matmul")),
     ]
     return relax.transform.FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=False)
+
+
+def run_vm_isolated(mods: dict[str, IRModule], func: str, inputs: Sequence[np.ndarray],
+                    timeout: float = 120.0) -> dict[str, tuple[str, Any]]:
+    """Run `func` of each module on the VM in a child process.
+
+    Returns name -> ("ok", outputs) | ("error", message) | ("crash", message)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tvtv-vm-") as tmp:
+        folder = Path(tmp)
+        np.savez(folder / "inputs.npz", **{f"a{i}": np.asarray(a) for i, a in enumerate(inputs)})
+        for name, mod in mods.items():
+            save_module(mod, folder / f"{name}.py")
+        try:
+            proc = subprocess.run([sys.executable, "-m", "tvtv.ir.vm_worker", str(folder), func, *mods],
+                                  capture_output=True, text=True, timeout=timeout)
+            crash = f"the VM process died (exit status {proc.returncode})" if proc.returncode else None
+        except subprocess.TimeoutExpired:
+            crash = f"the VM process did not finish in {timeout:g} s"
+        results: dict[str, tuple[str, Any]] = {}
+        for name in mods:
+            out, err = folder / f"{name}.out.npz", folder / f"{name}.error.txt"
+            if out.exists():
+                with np.load(out) as data:
+                    results[name] = ("ok", [data[f"o{i}"] for i in range(len(data.files))])
+            elif err.exists():
+                results[name] = ("error", err.read_text())
+            else:
+                results[name] = ("crash", crash or "no result")
+                crash = crash or "no result"
+        return results

@@ -1,0 +1,166 @@
+"""The float models against numpy float32: special values, soundness and precision.
+
+For every pair of interesting values and every arithmetic op, the abstract model must
+*admit* numpy's result (soundness) and *force* it wherever IEEE 754 fixes the result by a
+special-value rule (NaN, ±inf, ±0, x*1, x-x, x/x ...). The IEEE model must force numpy's
+result on every pair (it is bit-exact). Comparisons, max and min are exact in both.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import z3
+
+from tvtv.absfp.abstract import AbstractModel
+from tvtv.absfp.ieee import IEEEModel
+from tvtv.absfp.width import magnitude_bits
+from tvtv.encode.evaluate import same_value
+
+F32_MAX = float(np.finfo(np.float32).max)
+DENORMAL = float(np.float32(1e-45))
+VALUES = [math.nan, math.inf, -math.inf, 0.0, -0.0, F32_MAX, -F32_MAX, 1.0, -1.0, 2.5, -3.0, DENORMAL]
+SPECIAL = {"nan", "inf", "zero"}
+
+
+def kind(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf"
+    if v == 0:
+        return "zero"
+    return "ordinary"
+
+
+def numpy_op(op: str, a: float, b: float) -> float:
+    x, y = np.float32(a), np.float32(b)
+    with np.errstate(all="ignore"):
+        return float({"add": x + y, "sub": x - y, "mul": x * y, "div": x / y}[op])
+
+
+def fixed_by_ieee(op: str, a: float, b: float) -> bool:
+    """Cases where IEEE 754 fixes the result by a rule the abstract model encodes."""
+    if kind(a) in SPECIAL or kind(b) in SPECIAL:
+        return True
+    if op == "add":
+        return a == -b
+    if op == "sub":
+        return a == b
+    if op == "mul":
+        return abs(a) == 1.0 or abs(b) == 1.0
+    return abs(b) == 1.0 or abs(a) == abs(b)
+
+
+def solve(model, *facts) -> z3.CheckSatResult:
+    s = z3.Solver()
+    s.add(*model.preconditions(), *facts)
+    return s.check()
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_abstract_arithmetic_sound_and_precise_on_special_values(op):
+    for a, b in itertools.product(VALUES, VALUES):
+        model = AbstractModel(8)
+        dom = model.domain("float32")
+        r = getattr(dom, op)(dom.const(a), dom.const(b))
+        want = numpy_op(op, a, b)
+        w = dom.const(want)
+        assert solve(model, dom.same(r, w)) == z3.sat, f"{a} {op} {b} = {want} not admitted"
+        if fixed_by_ieee(op, a, b):
+            assert solve(model, z3.Not(dom.same(r, w))) == z3.unsat, f"{a} {op} {b} = {want} not forced"
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_ieee_arithmetic_is_bit_exact(op):
+    model = IEEEModel()
+    dom = model.domain("float32")
+    for a, b in itertools.product(VALUES, VALUES):
+        r = z3.simplify(getattr(dom, op)(dom.const(a), dom.const(b)))
+        from tvtv.absfp.ieee import fp_value
+        assert same_value(fp_value(r, "float32"), numpy_op(op, a, b)), (a, op, b)
+
+
+@pytest.mark.parametrize("model_cls", [lambda: AbstractModel(8), IEEEModel])
+def test_comparisons_max_min_exact(model_cls):
+    for a, b in itertools.product(VALUES, VALUES):
+        model = model_cls()
+        dom = model.domain("float32")
+        x, y = dom.const(a), dom.const(b)
+        fa, fb = np.float32(a), np.float32(b)
+        for name, want in [("lt", fa < fb), ("le", fa <= fb), ("gt", fa > fb), ("ge", fa >= fb),
+                           ("eq", fa == fb), ("ne", fa != fb)]:
+            got = getattr(dom, name)(x, y)
+            assert solve(model, got != bool(want)) == z3.unsat, (a, name, b)
+        for name, fn in [("maximum", np.maximum), ("minimum", np.minimum)]:
+            got = getattr(dom, name)(x, y)
+            assert solve(model, z3.Not(dom.same(got, dom.const(float(fn(fa, fb)))))) == z3.unsat, (a, name, b)
+        assert solve(model, z3.Not(dom.same(dom.neg(x), dom.const(float(-fa))))) == z3.unsat
+        assert solve(model, z3.Not(dom.same(dom.abs(x), dom.const(float(np.abs(fa)))))) == z3.unsat
+
+
+def test_abstract_wrong_result_rejected():
+    """The checks above can fail: a wrong expectation is refuted."""
+    model = AbstractModel(8)
+    dom = model.domain("float32")
+    r = dom.add(dom.const(2.5), dom.const(0.0))
+    assert solve(model, z3.Not(dom.same(r, dom.const(-2.5)))) == z3.sat
+    assert solve(model, dom.same(dom.mul(dom.const(math.inf), dom.const(0.0)), dom.const(1.0))) == z3.unsat
+
+
+def test_abstract_commutativity_built_in():
+    model = AbstractModel(8)
+    dom = model.domain("float32")
+    x, y = dom.var("x"), dom.var("y")
+    for op in (dom.add, dom.mul):
+        assert solve(model, z3.Not(dom.same(op(x, y), op(y, x)))) == z3.unsat
+    # division is not commutative: the abstraction must not prove it
+    assert solve(model, z3.Not(dom.same(dom.div(x, y), dom.div(y, x)))) == z3.sat
+
+
+def test_constants_are_ordered_and_decode_respects_order():
+    model = AbstractModel(8)
+    dom = model.domain("float32")
+    consts = [0.5, 3.0, 1.0, 100.0]
+    terms = [dom.const(c) for c in consts]
+    x = dom.var("x")
+    s = z3.Solver()
+    s.add(*model.preconditions(), dom.lt(terms[2], x), dom.lt(x, terms[1]))  # 1 < x < 3
+    assert s.check() == z3.sat
+    values = model.decode(s.model(), [(x, "float32")] + [(t, "float32") for t in terms])
+    assert values[1:] == consts
+    assert 1.0 < values[0] < 3.0
+    # ordering of constants is part of the model: 3.0 < 0.5 is impossible
+    assert solve(model, dom.lt(terms[1], terms[0])) == z3.unsat
+
+
+def test_decode_special_values():
+    model = AbstractModel(6)
+    dom = model.domain("float32")
+    vals = [math.nan, math.inf, -math.inf, -0.0, 0.0, F32_MAX, -F32_MAX]
+    s = z3.Solver()
+    assert s.check() == z3.sat
+    got = model.decode(s.model(), [(dom.const(v), "float32") for v in vals])
+    for g, v in zip(got, vals):
+        assert same_value(g, v)
+
+
+def test_width_grows_with_observed_values():
+    from tests.pass_cases import Chain
+    from tvtv.ir.relax_reader import read_module
+    k, exact = magnitude_bits([read_module(Chain)])
+    assert exact and 4 <= k <= 10
+
+    def prog(n):
+        from tvm import relax
+        x = relax.Var("x", relax.TensorType((n,), "float32"))
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            o = bb.emit(relax.op.exp(x))
+            bb.emit_func_output(o)
+        return read_module(bb.get())
+
+    assert magnitude_bits([prog(10)])[0] < magnitude_bits([prog(100000)])[0]
+    assert magnitude_bits([prog(100000)])[0] >= math.ceil(math.log2(200000))

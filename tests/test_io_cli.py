@@ -1,0 +1,121 @@
+"""Reading and writing modules, and the command line's exit codes and one-line errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from tvm import relax
+
+import tvtv
+from tvtv.errors import InputError
+from tvtv.ir import tvm_bridge
+
+TVTV = [sys.executable, "-m", "tvtv"]
+
+GOOD = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), y: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        with R.dataflow():
+            a: R.Tensor((2, 3), dtype="float32") = R.add(x, y)
+            b: R.Tensor((2, 3), dtype="float32") = R.add(x, y)
+            c: R.Tensor((2, 3), dtype="float32") = R.multiply(a, b)
+            R.output(c)
+        return c
+'''
+
+
+def module_with_constants():
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.add(x, relax.const(np.arange(6, dtype="float32").reshape(2, 3))))
+            b = bb.emit(relax.op.multiply(a, relax.const(np.array([1.5, -0.0, np.inf], "float32"))))
+            o = bb.emit_output(b)
+        bb.emit_func_output(o)
+    return bb.get()
+
+
+def run(*args, cwd=None):
+    return subprocess.run(TVTV + list(args), capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_constants_round_trip(tmp_path):
+    mod = module_with_constants()
+    path = tvm_bridge.save_module(mod, tmp_path / "m.py")
+    assert (tmp_path / "m.consts.npz").exists()
+    back = tvm_bridge.load_module(path)
+    assert tvm_bridge.structural_equal(mod, back)
+
+
+def test_missing_constants_is_a_clear_error(tmp_path):
+    path = tvm_bridge.save_module(module_with_constants(), tmp_path / "m.py")
+    (tmp_path / "m.consts.npz").unlink()
+    with pytest.raises(InputError, match=r"m\.py: refers to tensor constants .*m\.consts\.npz"):
+        tvm_bridge.load_module(path)
+
+
+def test_malformed_script_is_one_line_exit_3(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(GOOD.replace("R.add(x, y)", "R.add(x, y", 1))
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    p = run("verify", str(bad), str(good))
+    assert p.returncode == 3
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bad.py" in lines[0] and lines[0].startswith("tvtv: error:"), p.stderr
+
+
+def test_unreadable_file_exit_3(tmp_path):
+    p = run("verify", str(tmp_path / "nope.py"), str(tmp_path / "nope2.py"))
+    assert p.returncode == 3 and "nope.py" in p.stderr and "cannot read" in p.stderr
+
+
+def test_unknown_pass_exit_3():
+    p = run("check", "--pass", "NoSuchPass", "--graphs", "1")
+    assert p.returncode == 3
+    assert "unknown pass 'NoSuchPass'" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_verify_cli_proved_and_refuted(tmp_path):
+    before = tmp_path / "before.py"
+    before.write_text(GOOD)
+    same = tmp_path / "same.py"
+    same.write_text(GOOD.replace("c: R.Tensor((2, 3), dtype=\"float32\") = R.multiply(a, b)",
+                                 "c: R.Tensor((2, 3), dtype=\"float32\") = R.multiply(b, a)"))
+    broken = tmp_path / "broken.py"
+    broken.write_text(GOOD.replace("R.multiply(a, b)", "R.multiply(a, x)"))
+    p = run("verify", str(before), str(same), "--json", str(tmp_path / "ok.json"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads((tmp_path / "ok.json").read_text())
+    assert data["summary"] == {"proved": 1, "counterexample": 0, "unknown": 0}
+    p = run("verify", str(before), str(broken), "--json", str(tmp_path / "bad.json"), "--fp", "ieee")
+    assert p.returncode == 1, p.stdout + p.stderr
+    data = json.loads((tmp_path / "bad.json").read_text())
+    (r,) = data["results"]
+    assert r["verdict"] == "counterexample" and set(r["inputs"]) == {"x", "y"}
+    # the JSON is exactly what the Python API returns
+    assert tvtv.verify(str(before), str(broken), fp="ieee").to_dict()["summary"] == data["summary"]
+
+
+def test_unsupported_op_is_unknown_exit_2(tmp_path):
+    src = GOOD.replace("R.multiply(a, b)", "R.sort(a, axis=0)")
+    before = tmp_path / "b.py"
+    before.write_text(src)
+    p = run("verify", str(before), str(before))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "unsupported" in p.stdout and "sort" in p.stdout
+
+
+def test_passes_command_lists_registry():
+    p = run("passes")
+    assert p.returncode == 0
+    for name in tvtv.registered_passes():
+        assert name[:12] in p.stdout

@@ -1,0 +1,2 @@
+"""Relax op encoders, one module per family. Importing this package registers them all."""
+from tvtv.encode.ops import elementwise  # noqa: F401

@@ -24,22 +24,25 @@ _ATTR_METHODS = {"get_int", "get_int_tuple", "get_str", "id_", "is_", "same_as"}
 
 def convert_attr_value(value: Any) -> Any:
     """Turn a TVM attribute value into plain Python (ints, floats, strings, lists, None)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, tvm.ir.IntImm) or type(value).__name__ == "IntImm":
-        return int(value.value)
-    if type(value).__name__ == "FloatImm":
+    if isinstance(value, tvm.tirx.IntImm):   # 0.27: IntImm has `.ty`, no `.dtype`
+        return bool(value.value) if str(value.ty) == "bool" else int(value.value)
+    if isinstance(value, tvm.tirx.FloatImm):
         return float(value.value)
-    if isinstance(value, tvm.ir.PrimType):
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):               # includes tvm_ffi String
         return str(value)
-    if type(value).__name__ in ("DataType", "dtype"):
+    if isinstance(value, tvm.ir.PrimType) or type(value).__name__ in ("DataType", "dtype"):
         return str(value)
+    if isinstance(value, relax.ShapeExpr):
+        return [convert_attr_value(v) for v in value.values]
     if isinstance(value, (tvm_ffi.container.Array, list, tuple)):
         return [convert_attr_value(v) for v in value]
     if isinstance(value, (tvm_ffi.container.Map, dict)):
         return {str(k): convert_attr_value(v) for k, v in value.items()}
-    text = str(value)
-    return text
+    return str(value)
 
 
 def convert_attrs(attrs: Any) -> dict[str, Any]:

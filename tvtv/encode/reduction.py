@@ -18,7 +18,7 @@ import z3
 
 from tvtv.absfp.dtypes import is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.tensor import INDEX, fresh_index, idx
+from tvtv.encode.tensor import idx, lambda_over_index
 
 Elem = Callable[[z3.BitVecRef], z3.ExprRef]
 
@@ -30,8 +30,7 @@ FOLD_BOUND = 64
 
 def term_array(ctx: EncodeContext, dtype: str, n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
     """Lambda r. r < n ? elem(r) : fill."""
-    r = fresh_index("r")
-    return z3.Lambda([r], z3.If(z3.ULT(r, idx(n)), elem(r), fill))
+    return lambda_over_index(lambda r: z3.If(z3.ULT(r, idx(n)), elem(r), fill))
 
 
 def _any(n: int, pred: Callable[[int], z3.BoolRef]) -> z3.BoolRef:

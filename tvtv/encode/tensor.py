@@ -8,7 +8,6 @@ Only indices below `numel` are meaningful; what an array holds beyond is never o
 """
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -21,15 +20,26 @@ from tvtv.errors import Unsupported
 
 INDEX_BITS = 32
 INDEX = z3.BitVecSort(INDEX_BITS)
-_fresh = itertools.count()
+_live: list[z3.BitVecRef] = []   # bound index variables of the lambdas being built
 
 
 def idx(value: int) -> z3.BitVecRef:
     return z3.BitVecVal(value, INDEX_BITS)
 
 
-def fresh_index(prefix: str = "i") -> z3.BitVecRef:
-    return z3.BitVec(f"{prefix}!{next(_fresh)}", INDEX_BITS)
+def lambda_over_index(body: Callable[[z3.BitVecRef], z3.ExprRef]) -> z3.ArrayRef:
+    """`Lambda i. body(i)` over a flat index.
+
+    The bound variable is named after its nesting depth (`i!0`, `i!1`, ...): the same
+    construction always gives the same term (Z3 compares lambdas with their variable names,
+    and a source and target that compute alike must become *identical* terms), while a
+    lambda built inside another never captures the outer one's variable."""
+    i = z3.BitVec(f"i!{len(_live)}", INDEX_BITS)
+    _live.append(i)
+    try:
+        return z3.Lambda([i], body(i))
+    finally:
+        _live.pop()
 
 
 def strides(shape: Sequence[int]) -> list[int]:
@@ -84,16 +94,14 @@ class Tensor:
 
     def bounded(self, fill: z3.ExprRef) -> z3.ArrayRef:
         """The array with every index >= numel holding `fill`."""
-        i = fresh_index()
-        return z3.Lambda([i], z3.If(z3.ULT(i, idx(self.numel)), self.at(i), fill))
+        return lambda_over_index(lambda i: z3.If(z3.ULT(i, idx(self.numel)), self.at(i), fill))
 
     # -- construction ---------------------------------------------------------------------------
     @staticmethod
     def from_flat(shape: Sequence[int], dtype: str, fn: Callable[[z3.BitVecRef], z3.ExprRef]) -> "Tensor":
         """Tensor whose element at flat index i is fn(i)."""
         check_size(shape)
-        i = fresh_index()
-        return Tensor(tuple(shape), dtype, z3.Lambda([i], fn(i)))
+        return Tensor(tuple(shape), dtype, lambda_over_index(fn))
 
     @staticmethod
     def from_fn(shape: Sequence[int], dtype: str,

@@ -207,8 +207,9 @@ class AbstractFloats(ScalarDomain):
         mx = self.mag(x)
         f = self._uf(fname, self.sort, self.sort)
         if rule.odd:
-            g = self._uf(fname + "_mag", mx.sort(), mx.sort())
-            general = self.mk(self.sign(x), g(mx))
+            # f(-x) = -f(x); the sign of f(|x|) itself is free (sin(6.1) < 0).
+            h = f(self.abs(x))
+            general = z3.If(self.negative(x), self.neg(h), h)
         elif rule.nonneg:
             general = self.mk(0, self.mag(f(x)))
         else:

@@ -11,6 +11,8 @@ from typing import Any, Callable, Sequence
 
 import z3
 
+from tvtv.errors import Unsupported
+
 UBCallback = Callable[[z3.BoolRef, str], None]
 
 
@@ -92,10 +94,10 @@ class ScalarDomain(ABC):
 
     # -- functions -----------------------------------------------------------------------------
     def unary(self, fname: str, a: z3.ExprRef) -> z3.ExprRef:
-        raise NotImplementedError(f"{fname} on {self.dtype}")
+        raise Unsupported(f"{fname} on {self.dtype}")
 
     def binary(self, fname: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
-        raise NotImplementedError(f"{fname} on {self.dtype}")
+        raise Unsupported(f"{fname} on {self.dtype}")
 
     # -- booleans ------------------------------------------------------------------------------
     def truthy(self, a: z3.ExprRef) -> z3.BoolRef:

@@ -7,6 +7,7 @@ from typing import Any
 import z3
 
 from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv.encode.tensor import close_over_live_indices
 
 
 @dataclass
@@ -28,6 +29,7 @@ class EncodeContext:
         return self.model.domain(dtype)
 
     def add_ub(self, cond: z3.BoolRef, reason: str) -> None:
+        cond = close_over_live_indices(cond)   # UB of some element, not of a chosen one
         guard = z3.And(*self.path, cond) if self.path else cond
         self.ub.append((guard, reason))
 

@@ -26,11 +26,26 @@ Elem = Callable[[z3.BitVecRef], z3.ExprRef]
 SPECIAL_BOUND = 256
 # Largest n for which max/min/argmax and integer sums are unrolled exactly.
 FOLD_BOUND = 64
+# Up to this n an uninterpreted reduction takes its terms as separate arguments; above it,
+# one lambda-built array. (Z3 decides FP terms under a UF of a lambda array poorly: in the
+# IEEE model such queries time out even for one output, while scalar arguments are fast.)
+ARGS_BOUND = 32
+
+
+def uf_of_terms(ctx: EncodeContext, name: str, dtype: str, n: int, elem: Elem, fill: z3.ExprRef,
+                result_sort: z3.SortRef) -> z3.ExprRef:
+    """An uninterpreted function `name` of the n terms elem(0), ..., elem(n-1)."""
+    if n <= ARGS_BOUND:
+        terms = [elem(idx(k)) for k in range(n)]
+        sort = ctx.dom(dtype).sort
+        return ctx.uf(f"{name}_{dtype}_{n}", *([sort] * n), result_sort)(*terms)
+    arr = term_array(ctx, dtype, n, elem, fill)
+    return ctx.uf(f"{name}_{dtype}_{n}", arr.sort(), result_sort)(arr)
 
 
 def term_array(ctx: EncodeContext, dtype: str, n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
     """Lambda r. r < n ? elem(r) : fill."""
-    return lambda_over_index(lambda r: z3.If(z3.ULT(r, idx(n)), elem(r), fill))
+    return lambda_over_index(lambda r: z3.If(z3.ULT(r, idx(n)), elem(r), fill), n)
 
 
 def _any(n: int, pred: Callable[[int], z3.BoolRef]) -> z3.BoolRef:
@@ -64,13 +79,11 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
             for k in range(1, n):
                 acc = dom.add(acc, elem(idx(k)))
             return acc
-        arr = term_array(ctx, dtype, n, elem, dom.zero())
-        return ctx.uf(f"sum_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+        return uf_of_terms(ctx, "sum", dtype, n, elem, dom.zero(), dom.sort)
     if n == 1:
         return dom.add(dom.const(0.0), elem(idx(0)))   # +0.0 + x: only -0.0 changes
     ctx.notes.add("sum: uninterpreted")
-    arr = term_array(ctx, dtype, n, elem, dom.const(-0.0))
-    general = ctx.uf(f"sum_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    general = uf_of_terms(ctx, "sum", dtype, n, elem, dom.const(-0.0), dom.sort)
     return _float_specials(ctx, dtype, n, elem, general, "sum")
 
 
@@ -86,8 +99,7 @@ def reduce_prod(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRe
             acc = dom.mul(acc, elem(idx(k)))
         return acc
     ctx.notes.add("prod: uninterpreted")
-    arr = term_array(ctx, dtype, n, elem, dom.const(1))
-    general = ctx.uf(f"prod_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    general = uf_of_terms(ctx, "prod", dtype, n, elem, dom.const(1), dom.sort)
     return _float_specials(ctx, dtype, n, elem, general, "prod") if is_float(dtype) else general
 
 
@@ -103,9 +115,7 @@ def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -
             acc = step(acc, elem(idx(k)))
         return acc
     ctx.notes.add(f"{kind}: uninterpreted")
-    fill = elem(idx(0))
-    arr = term_array(ctx, dtype, n, elem, fill)
-    general = ctx.uf(f"{kind}_{dtype}_{n}", arr.sort(), dom.sort)(arr)
+    general = uf_of_terms(ctx, kind, dtype, n, elem, elem(idx(0)), dom.sort)
     if is_float(dtype) and n <= SPECIAL_BOUND:
         terms = [elem(idx(k)) for k in range(n)]
         return z3.If(z3.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), general)
@@ -119,8 +129,7 @@ def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
     odom = ctx.dom(out_dtype)
     if n > FOLD_BOUND:
         ctx.notes.add(f"arg{kind}: uninterpreted")
-        arr = term_array(ctx, dtype, n, elem, elem(idx(0)))
-        return ctx.uf(f"arg{kind}_{dtype}_{n}", arr.sort(), odom.sort)(arr)
+        return uf_of_terms(ctx, f"arg{kind}", dtype, n, elem, elem(idx(0)), odom.sort)
     best, best_i = elem(idx(0)), odom.const(0)
     better = dom.gt if kind == "max" else dom.lt
     for k in range(1, n):

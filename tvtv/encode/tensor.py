@@ -20,22 +20,26 @@ from tvtv.errors import Unsupported
 
 INDEX_BITS = 32
 INDEX = z3.BitVecSort(INDEX_BITS)
-_live: list[z3.BitVecRef] = []   # bound index variables of the lambdas being built
+# Bound index variables of the lambdas being built, with their ranges (numel), innermost last.
+_live: list[tuple[z3.BitVecRef, int | None]] = []
+# Up to this range, a condition over a lambda's index is expanded element by element;
+# beyond it, it becomes an existential quantifier over the valid indices.
+EXPAND_BOUND = 64
 
 
 def idx(value: int) -> z3.BitVecRef:
     return z3.BitVecVal(value, INDEX_BITS)
 
 
-def lambda_over_index(body: Callable[[z3.BitVecRef], z3.ExprRef]) -> z3.ArrayRef:
-    """`Lambda i. body(i)` over a flat index.
+def lambda_over_index(body: Callable[[z3.BitVecRef], z3.ExprRef], bound: int | None = None) -> z3.ArrayRef:
+    """`Lambda i. body(i)` over a flat index; `bound` is the number of meaningful indices.
 
     The bound variable is named after its nesting depth (`i!0`, `i!1`, ...): the same
     construction always gives the same term (Z3 compares lambdas with their variable names,
     and a source and target that compute alike must become *identical* terms), while a
     lambda built inside another never captures the outer one's variable."""
     i = z3.BitVec(f"i!{len(_live)}", INDEX_BITS)
-    _live.append(i)
+    _live.append((i, bound))
     try:
         return z3.Lambda([i], body(i))
     finally:
@@ -48,6 +52,24 @@ def strides(shape: Sequence[int]) -> list[int]:
         out.append(acc)
         acc *= d
     return list(reversed(out))
+
+
+def close_over_live_indices(cond: z3.BoolRef) -> z3.BoolRef:
+    """A condition found while building a lambda body (UB of one element, say) mentions the
+    lambda's index variable, which is bound *inside* the lambda only. Outside it must mean
+    "for some valid index": substitute every index below the bound (small ranges) or
+    quantify existentially over `index < bound`."""
+    for var, bound in reversed(_live):
+        if z3.eq(z3.substitute(cond, (var, idx(0))), cond) and z3.eq(
+                z3.substitute(cond, (var, idx(1))), cond):
+            continue  # does not mention this index
+        if bound is not None and bound <= EXPAND_BOUND:
+            cond = z3.Or(*[z3.substitute(cond, (var, idx(k))) for k in range(bound)]) if bound \
+                else z3.BoolVal(False)
+        else:
+            limit = [z3.ULT(var, idx(bound))] if bound is not None else []
+            cond = z3.Exists([var], z3.And(*limit, cond))
+    return cond
 
 
 def unravel(i: z3.BitVecRef, shape: Sequence[int]) -> list[z3.BitVecRef]:
@@ -96,12 +118,13 @@ class Tensor:
         """The array with every index >= numel holding `fill`."""
         return lambda_over_index(lambda i: z3.If(z3.ULT(i, idx(self.numel)), self.at(i), fill))
 
+
     # -- construction ---------------------------------------------------------------------------
     @staticmethod
     def from_flat(shape: Sequence[int], dtype: str, fn: Callable[[z3.BitVecRef], z3.ExprRef]) -> "Tensor":
         """Tensor whose element at flat index i is fn(i)."""
         check_size(shape)
-        return Tensor(tuple(shape), dtype, lambda_over_index(fn))
+        return Tensor(tuple(shape), dtype, lambda_over_index(fn, math.prod(shape)))
 
     @staticmethod
     def from_fn(shape: Sequence[int], dtype: str,

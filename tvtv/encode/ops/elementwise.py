@@ -28,7 +28,7 @@ from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx, ravel, read_broadcast, unravel
 from tvtv.encode.values import PrimScalar, Value
 from tvtv.errors import Unsupported
-from tvtv.ir.program import OpCall, TensorType
+from tvtv.ir.program import OpCall
 
 Term = z3.ExprRef
 
@@ -145,12 +145,10 @@ def _elementwise(ctx: EncodeContext, out_shape: tuple[int, ...], dtype: str,
 
 
 def _unary_map(ctx: EncodeContext, call: OpCall, args: list[Value],
-               fn: Callable[[ScalarDomain, Term], Term], in_dtype: str | None = None) -> Tensor:
+               fn: Callable[[ScalarDomain, Term], Term]) -> Tensor:
     """out[i] = fn(dom, x[i]); `dom` is the input's domain."""
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
-    if in_dtype is not None and x.dtype != in_dtype:
-        raise Unsupported(f"{call.op} on {x.dtype}")
     dom = ctx.dom(x.dtype)
     return _elementwise(ctx, ty.shape, ty.dtype, [x], lambda v: fn(dom, v))
 
@@ -175,12 +173,12 @@ _ARITH = {"relax.add": "add", "relax.subtract": "sub", "relax.multiply": "mul",
 
 @register(*_ARITH)
 def encode_arith(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """IEEE +, -, *, / (round to nearest even; x + (+0) is +0 for x = -0); on ints wrapping
-    +, -, * and *truncating* divide (TIR `truncdiv`, as TVM's topi.divide) with division by
-    zero and INT_MIN / -1 undefined; on bool add is `or`, multiply is `and`, the rest unsupported.
+    """IEEE +, -, *, / (x + (+0.) is +0. at x = -0.); ints wrap, divide truncates, x / 0 and INT_MIN / -1 UB.
 
+    On bool, add is `or` and multiply is `and` (numpy); subtract and divide are unsupported.
     numpy's `divide` on ints is true division into float64; a Relax `divide` of int tensors
-    keeps the int dtype, and TVM computes it with C's truncating `/` (measured: -7 / 2 = -3).
+    keeps the int dtype and TVM computes it with C's truncating `/` (TIR truncdiv; measured
+    -7 / 2 = -3), so that is the meaning taken here.
     """
     name = _ARITH[call.op]
     return _binary_map(ctx, call, args, lambda dom, a, b: getattr(dom, name)(a, b))
@@ -188,8 +186,11 @@ def encode_arith(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.maximum", "relax.minimum")
 def encode_max_min(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.maximum/minimum: NaN if either operand is NaN, else the larger/smaller; on a tie
-    (+0 vs -0) the second operand (numpy: maximum(-0., 0.) = 0., maximum(0., -0.) = -0.)."""
+    """numpy.maximum/minimum: NaN propagates; a tie of ±0 gives the second operand (maximum(-0., 0.) = +0.).
+
+    That tie rule is numpy's float32/float64 loops'; its float16 loop breaks ties the other
+    way (measured), and tvtv uses the float32 rule for every dtype.
+    """
     name = "maximum" if call.op == "relax.maximum" else "minimum"
     return _binary_map(ctx, call, args, lambda dom, a, b: getattr(dom, name)(a, b))
 
@@ -203,8 +204,7 @@ _COMPARE = {"relax.equal": "eq", "relax.not_equal": "ne", "relax.less": "lt",
 
 @register(*_COMPARE)
 def encode_compare(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """IEEE comparisons into a bool tensor: every comparison with NaN is false except
-    not_equal, which is true; -0.0 == +0.0; signed/unsigned order for ints, False < True."""
+    """IEEE comparisons into bool: false when an operand is NaN (not_equal: true); -0. == +0.; False < True."""
     name = _COMPARE[call.op]
     return _binary_map(ctx, call, args, lambda dom, a, b: getattr(dom, name)(a, b))
 
@@ -280,45 +280,44 @@ def _via_float32(ctx: EncodeContext, dtype: str,
 
 @register("relax.floor_divide")
 def encode_floor_divide(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.floor_divide: floats by numpy's divmod algorithm (floor of the exact quotient,
-    floor_divide(1, 0.1f) = 9; x // 0 = x / 0; inf // y = NaN; -1 // inf = -1), float16 and
-    bfloat16 computed in float32; ints round toward -inf, division by zero and INT_MIN // -1
-    undefined; bool unsupported.
+    """numpy.floor_divide: floats by numpy's divmod (1 // 0.1f = 9, x // 0 = x / 0, inf // y = NaN); ints floor, x // 0 UB.
 
-    The TVM frontends map torch's floor division and ONNX/TFLite FLOOR_DIV to this op; TVM's
-    own lowering computes floor(a / b) on floats, which differs from numpy on inexact
-    quotients (1 // 0.1f) and on infinities.
+    Float details in `np_divmod`; float16/bfloat16 are computed in float32 and rounded, as
+    numpy and ml_dtypes do. Ints: INT_MIN // -1 is UB too; bool is unsupported. TVM's
+    frontends map torch's floor division and ONNX/TFLite FLOOR_DIV here; TVM's own lowering
+    computes floor(a / b) on floats, which differs on inexact quotients and on infinities.
     """
     dtype = _operands_dtype(args, call)
     _require(not is_bool(dtype), call, dtype)
     if is_int(dtype):
         return _binary_map(ctx, call, args, lambda dom, a, b: dom.floor_div(a, b))
-    return _binary_map(ctx, call, args, _via_float32(ctx, dtype, lambda d, a, b: np_divmod(d, a, b)[0]))
+    return _binary_map(ctx, call, args,
+                       _via_float32(ctx, dtype, lambda d, a, b: np_divmod(d, a, b)[0]))
 
 
 @register("relax.floor_mod")
 def encode_floor_mod(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.remainder (Python's %): result has the divisor's sign; floats by numpy's divmod
-    algorithm (x % 0 = NaN, inf % y = NaN, -1 % inf = inf, 0 % -1 = -0), float16/bfloat16 in
-    float32; ints floored, modulo by zero and INT_MIN % -1 undefined; bool unsupported.
+    """numpy.remainder (divisor's sign) by numpy's divmod: x % 0 = NaN, -1 % inf = inf, 0 % -1 = -0; ints floored, x % 0 UB.
 
-    The TVM frontends map torch.remainder and ONNX Mod(fmod=0) to this op.
+    Float details in `np_divmod`; float16/bfloat16 are computed in float32 and rounded.
+    Ints: INT_MIN % -1 is UB too; bool is unsupported. TVM's frontends map torch.remainder
+    and ONNX Mod(fmod=0) to this op.
     """
     dtype = _operands_dtype(args, call)
     _require(not is_bool(dtype), call, dtype)
     if is_int(dtype):
         return _binary_map(ctx, call, args, lambda dom, a, b: dom.floor_mod(a, b))
-    return _binary_map(ctx, call, args, _via_float32(ctx, dtype, lambda d, a, b: np_divmod(d, a, b)[1]))
+    return _binary_map(ctx, call, args,
+                       _via_float32(ctx, dtype, lambda d, a, b: np_divmod(d, a, b)[1]))
 
 
 @register("relax.mod")
 def encode_mod(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """C fmod / numpy.fmod (truncated remainder, result has the dividend's sign, exact):
-    fmod(x, 0) = NaN, fmod(inf, y) = NaN, fmod(x, inf) = x; ints: C `%`, modulo by zero and
-    INT_MIN % -1 undefined; bool unsupported.
+    """C fmod = numpy.fmod (dividend's sign, exact): fmod(x, ±0) = NaN, fmod(±inf, y) = NaN, fmod(x, ±inf) = x; ints C %, x % 0 UB.
 
     numpy's `mod` is `remainder`, but TVM's frontends map torch.fmod and ONNX Mod(fmod=1) to
     relax.mod and the floored remainder to relax.floor_mod, and TVM lowers it to truncmod/fmod.
+    Ints: INT_MIN % -1 is UB too; bool is unsupported.
     """
     dtype = _operands_dtype(args, call)
     _require(not is_bool(dtype), call, dtype)
@@ -372,10 +371,11 @@ def pow_float(dom: ScalarDomain, x: Term, y: Term) -> Term:
 
 @register("relax.power")
 def encode_power(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """C99/numpy pow on floats with every special case of C99 F.9.4.4 (pow(x, ±0) = 1 even for
-    NaN x, pow(+1, y) = 1, pow(-1, ±inf) = 1, infinities, signed zeros and odd integer
-    exponents, negative base with non-integer exponent = NaN), other values uninterpreted;
-    unsupported on ints and bool (TVM's lowering rejects them)."""
+    """C99 pow on floats with every special case of F.9.4.4 (pow(NaN, ±0) = 1, pow(-1, ±inf) = 1, ...); other values uninterpreted.
+
+    Ints and bool are unsupported (TVM's lowering rejects them: "power only applies to
+    float"). See `pow_float` for the cases.
+    """
     dtype = _operands_dtype(args, call)
     _require(is_float(dtype), call, dtype)
     return _binary_map(ctx, call, args, pow_float)
@@ -403,9 +403,11 @@ def atan2_float(dom: ScalarDomain, y: Term, x: Term) -> Term:
 
 @register("relax.atan2")
 def encode_atan2(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.arctan2(y, x) on floats: the special cases of C99 F.9.1.4 (±0, ±inf, NaN) exact
-    with π, π/2, π/4, 3π/4 rounded to the dtype, odd in y, other values uninterpreted;
-    unsupported on ints and bool (TVM's lowering rejects them)."""
+    """numpy.arctan2(y, x): C99 F.9.1.4's special cases exact (atan2(±0, -0) = ±pi ...), odd in y, others uninterpreted.
+
+    pi, pi/2, pi/4 and 3pi/4 are rounded to the dtype. Ints and bool are unsupported (TVM
+    cannot compile them).
+    """
     dtype = _operands_dtype(args, call)
     _require(is_float(dtype), call, dtype)
     return _binary_map(ctx, call, args, atan2_float)
@@ -427,9 +429,11 @@ def log_add_exp_float(dom: ScalarDomain, a: Term, b: Term) -> Term:
 
 @register("relax.log_add_exp")
 def encode_log_add_exp(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.logaddexp on floats (log(exp(a) + exp(b)) with numpy's special cases: NaN
-    propagates, a == b gives a + ln 2, +inf wins, (x, -inf) gives x + 0.0), other values a
-    commutative uninterpreted function; unsupported on ints and bool (TVM rejects them)."""
+    """numpy.logaddexp: NaN propagates, a == b gives a + ln 2, +inf wins, (x, -inf) gives x + 0.; others uninterpreted.
+
+    The general case is a commutative uninterpreted function. Ints and bool are unsupported
+    (TVM cannot compile them).
+    """
     dtype = _operands_dtype(args, call)
     _require(is_float(dtype), call, dtype)
     return _binary_map(ctx, call, args, log_add_exp_float)
@@ -447,8 +451,7 @@ _BITWISE: dict[str, tuple[Callable[[Term, Term], Term], Callable[..., z3.BoolRef
 
 @register(*_BITWISE)
 def encode_bitwise(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy bitwise and/or/xor on the two's complement bits of ints; on bool the logical
-    and/or/xor; unsupported on floats (numpy raises, TVM cannot compile them)."""
+    """numpy bitwise and/or/xor: on the two's complement bits of ints, logical on bool; floats unsupported."""
     dtype = _operands_dtype(args, call)
     _require(is_int(dtype) or is_bool(dtype), call, dtype)
     int_fn, bool_fn = _BITWISE[call.op]
@@ -458,9 +461,11 @@ def encode_bitwise(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.left_shift", "relax.right_shift")
 def encode_shift(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Shifts of ints (right shift arithmetic for signed, logical for unsigned; left shift
-    wraps); a shift amount outside [0, bits) is undefined (C/LLVM, which TVM's code inherits;
-    numpy would give 0 or -1); unsupported on floats and bool."""
+    """Int shifts (right shift arithmetic when signed, left shift wraps); an amount outside [0, bits) is UB.
+
+    UB follows C/LLVM, which TVM's code inherits (numpy would give 0 or -1). Floats and bool
+    are unsupported. The UB is recorded for the whole tensor (see `_elementwise`).
+    """
     dtype = _operands_dtype(args, call)
     _require(is_int(dtype), call, dtype)
     bits, signed = INT_FORMATS[dtype]
@@ -481,8 +486,7 @@ _LOGICAL = {"relax.logical_and": z3.And, "relax.logical_or": z3.Or, "relax.logic
 
 @register(*_LOGICAL)
 def encode_logical(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Logical and/or/xor of bool tensors; other dtypes unsupported (Relax would keep the
-    input dtype where numpy returns bool, and TVM cannot compile them)."""
+    """Logical and/or/xor of bool tensors; other dtypes unsupported (Relax keeps their dtype, TVM cannot compile them)."""
     dtype = _operands_dtype(args, call)
     _require(is_bool(dtype), call, dtype)
     fn = _LOGICAL[call.op]
@@ -499,10 +503,12 @@ _ROUNDING = ("floor", "ceil", "trunc", "round")
 
 @register(*(f"relax.{n}" for n in _UNARY_FUNCS))
 def encode_unary_function(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Float functions with the special values (NaN, ±inf, ±0, ±1) of tvtv/absfp/special.py,
-    measured against numpy (rsqrt(x) = 1/sqrt(x), so rsqrt(-0) = -inf; sigmoid(±0) = 0.5);
-    sqrt is exact in the IEEE model, the others uninterpreted elsewhere (odd/nonnegative/NaN
-    below zero as the table says); unsupported on ints and bool (Relax rejects them)."""
+    """Float functions with the special values of absfp/special.py (rsqrt(-0.) = -inf, sigmoid(±0) = 0.5), else uninterpreted.
+
+    sqrt is exact in the IEEE model; elsewhere the functions are uninterpreted, constrained by
+    the table's odd / nonneg / NaN-below-zero flags (measured against numpy by the tests).
+    Ints and bool are unsupported (Relax's type inference rejects them).
+    """
     x = tensor_arg(args, 0, call)
     _require(is_float(x.dtype), call, x.dtype)
     fname = call.op.split(".")[-1]
@@ -511,9 +517,10 @@ def encode_unary_function(ctx: EncodeContext, call: OpCall, args: list) -> objec
 
 @register(*(f"relax.{n}" for n in _ROUNDING))
 def encode_rounding(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy floor/ceil/trunc/rint (round: half to even, as TVM's nearbyint; measured
-    round(2.5) = 2, round(-3.5) = -4); ±0, ±inf and NaN are fixed points, signs kept
-    (ceil(-0.5) = -0.0); the identity on ints and bool."""
+    """numpy floor/ceil/trunc/rint (round is half to even, as TVM's nearbyint): ±0, ±inf, NaN are fixed; identity on ints, bool.
+
+    Measured on TVM: round(2.5) = 2, round(-3.5) = -4; signs are kept (ceil(-0.5) = -0.).
+    """
     x = tensor_arg(args, 0, call)
     if not is_float(x.dtype):
         return _unary_map(ctx, call, args, lambda dom, v: v)
@@ -523,9 +530,7 @@ def encode_rounding(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.abs")
 def encode_abs(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.abs: clears the sign bit of floats (abs(-0.) = +0., abs(NaN) = NaN); ints wrap
-    (abs(INT_MIN) = INT_MIN, as numpy and TVM); identity on unsigned; unsupported on bool
-    (TVM rejects it)."""
+    """numpy.abs: clears a float's sign bit (abs(-0.) = +0., abs(NaN) = NaN); ints wrap (abs(INT_MIN) = INT_MIN); bool unsupported."""
     x = tensor_arg(args, 0, call)
     _require(not is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args, lambda dom, v: dom.abs(v))
@@ -533,8 +538,7 @@ def encode_abs(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.negative")
 def encode_negative(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.negative: flips the sign bit of floats (-(+0.) = -0.); ints wrap (-INT_MIN =
-    INT_MIN, unsigned modulo 2^bits); unsupported on bool (numpy raises, TVM rejects it)."""
+    """numpy.negative: flips a float's sign bit (-(+0.) = -0.); ints wrap modulo 2^bits; bool unsupported."""
     x = tensor_arg(args, 0, call)
     _require(not is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args, lambda dom, v: dom.neg(v))
@@ -542,8 +546,7 @@ def encode_negative(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.square")
 def encode_square(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.square = x * x (IEEE rounding; wrapping on ints); unsupported on bool (TVM
-    rejects it, numpy would return int8)."""
+    """numpy.square = x * x in the dtype (ints wrap); bool unsupported (numpy would give int8, TVM rejects it)."""
     x = tensor_arg(args, 0, call)
     _require(not is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args, lambda dom, v: dom.mul(v, v))
@@ -559,9 +562,7 @@ def _sign(dom: ScalarDomain, v: Term) -> Term:
 
 @register("relax.sign")
 def encode_sign(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.sign: -1, 0 or 1 in the input dtype, sign(±0.) = +0., sign(NaN) = NaN (TVM's
-    lowering gives 0 for NaN: a difference tvtv reports); unsupported on bool (TVM rejects
-    it)."""
+    """numpy.sign: -1, 0 or 1 in the dtype, sign(±0.) = +0., sign(NaN) = NaN (TVM's lowering gives 0); bool unsupported."""
     x = tensor_arg(args, 0, call)
     _require(not is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args, _sign)
@@ -576,15 +577,13 @@ _CLASSIFY = {
 
 @register(*_CLASSIFY)
 def encode_classify(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy isnan/isinf/isfinite into a bool tensor; on ints and bool every value is finite
-    (TVM gives the same for ints; it rejects isnan on bool, numpy answers False)."""
+    """numpy isnan/isinf/isfinite into bool; every int and bool value is finite (not NaN, not inf)."""
     return _unary_map(ctx, call, args, _CLASSIFY[call.op])
 
 
 @register("relax.bitwise_not")
 def encode_bitwise_not(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.invert: ~x on the two's complement bits of ints, logical not on bool (measured on
-    TVM too); unsupported on floats."""
+    """numpy.invert: ~x on the two's complement bits of ints, logical not on bool; floats unsupported."""
     x = tensor_arg(args, 0, call)
     _require(is_int(x.dtype) or is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args,
@@ -593,8 +592,7 @@ def encode_bitwise_not(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.logical_not")
 def encode_logical_not(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Logical not of a bool tensor; other dtypes unsupported (Relax keeps the input dtype
-    where numpy returns bool, and TVM cannot compile it)."""
+    """Logical not of a bool tensor; other dtypes unsupported (Relax keeps their dtype, TVM cannot compile them)."""
     x = tensor_arg(args, 0, call)
     _require(is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args, lambda dom, v: z3.Not(v))
@@ -605,8 +603,7 @@ def encode_logical_not(ctx: EncodeContext, call: OpCall, args: list) -> object:
 # ---------------------------------------------------------------------------------------------
 @register("relax.where")
 def encode_where(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.where(cond, x1, x2) with the three operands broadcast together; the condition
-    must be bool (Relax's type inference requires it), x1 and x2 of the result's dtype."""
+    """numpy.where(cond, x1, x2) with the three operands broadcast together; cond must be bool (Relax requires it)."""
     ty = out_type(call)
     cond = tensor_arg(args, 0, call)
     if not is_bool(cond.dtype):
@@ -644,10 +641,12 @@ def _clip_bound(ctx: EncodeContext, v: Value, dtype: str, which: str) -> Term:
 
 @register("relax.clip")
 def encode_clip(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.clip: t = lo if x < lo else x; out = hi if t > hi else t, so NaN stays NaN,
-    clip(-0., 0, 6) = -0. (x is kept unless strictly outside) and lo > hi gives hi; the
-    bounds are literals converted to the tensor's dtype (TVM gives clip(NaN, 0, 6) = 6 and
-    clip(-0., 0, 6) = +0.: differences tvtv reports)."""
+    """numpy.clip: lo if x < lo, else hi if > hi, else x: clip(-0., 0, 6) = -0., NaN stays NaN, lo > hi gives hi.
+
+    The bounds are literals converted to the tensor's dtype (see `_clip_bound`). TVM's
+    lowering gives clip(NaN, 0, 6) = 6 and clip(-0., 0, 6) = +0. (measured): differences
+    tvtv reports.
+    """
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
     dom = ctx.dom(x.dtype)
@@ -662,10 +661,11 @@ def encode_clip(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.astype")
 def encode_astype(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy astype: float to float rounds to nearest even (overflow to ±inf, NaN and signed
-    zeros kept), to and from ints as the float model's cast (float to int truncates toward
-    zero, NaN/inf/out of range undefined; int to int wraps), anything to bool is `x != 0`
-    (NaN is True), bool to numbers is 0/1."""
+    """astype as numpy: float->float RNE keeping ±0/inf/NaN; float->int truncates, NaN/out of range UB; to bool: x != 0.
+
+    Int to int wraps; bool to numbers is 0/1; NaN converts to True. The conversions are the
+    float model's `cast` (abstract model: exact on special values, magnitudes uninterpreted).
+    """
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
     want = call.attrs.get("dtype")
@@ -687,16 +687,16 @@ def _float_unary(ctx: EncodeContext, call: OpCall, args: list,
 
 @register("relax.nn.relu")
 def encode_relu(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """numpy.maximum(x, 0): relu(-0.) = +0., relu(NaN) = NaN (TVM's lowering gives 0 for
-    NaN: a difference tvtv reports); ints as max(x, 0)."""
+    """numpy.maximum(x, 0): relu(-0.) = +0., relu(NaN) = NaN (TVM's lowering gives 0 for NaN); ints max(x, 0)."""
     return _unary_map(ctx, call, args, lambda dom, v: dom.maximum(v, dom.zero()))
 
 
 @register("relax.nn.leakyrelu")
 def encode_leakyrelu(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """x if x > 0 else alpha * x (PyTorch's and TVM's definition; the doc's
-    max(x, 0) + alpha * min(x, 0) agrees except on signed zeros): leakyrelu(-0.) = -0.,
-    NaN stays NaN; float only."""
+    """x if x > 0 else alpha * x (PyTorch's and TVM's definition): leakyrelu(-0.) = -0., NaN stays NaN; float only.
+
+    The doc's formula max(x, 0) + alpha * min(x, 0) agrees except on signed zeros.
+    """
     alpha = float(call.attrs.get("alpha", 0.01))
     return _float_unary(ctx, call, args, lambda dom, v: z3.If(
         dom.gt(v, dom.zero()), v, dom.mul(dom.const(alpha), v)))
@@ -704,8 +704,10 @@ def encode_leakyrelu(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
 @register("relax.nn.prelu")
 def encode_prelu(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """x if x > 0 else alpha[c] * x with c the index along `axis` (alpha of shape (C,) or
-    (1,)): prelu(-0.) = alpha * -0., NaN stays NaN; float only."""
+    """x if x > 0 else alpha[c] * x, c the index along `axis` (alpha of shape (C,) or (1,)); float only.
+
+    prelu(-0.) = alpha * -0.; NaN stays NaN. Other alpha shapes are unsupported.
+    """
     x = tensor_arg(args, 0, call)
     alpha = tensor_arg(args, 1, call)
     ty = out_type(call)
@@ -735,8 +737,10 @@ def gelu(dom: ScalarDomain, x: Term) -> Term:
 
 @register("relax.nn.gelu")
 def encode_gelu(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Relax's formula 0.5 * x * (1 + erf(x * 0.5**0.5)) in the dtype, left to right: gelu(±0)
-    = ±0, gelu(inf) = inf, gelu(-inf) = -inf * 0 = NaN, NaN stays NaN; float only."""
+    """Relax's formula 0.5 * x * (1 + erf(x * 0.5**0.5)), left to right in the dtype: gelu(±0) = ±0, gelu(-inf) = NaN.
+
+    gelu(inf) = inf and NaN stays NaN; float only.
+    """
     return _float_unary(ctx, call, args, gelu)
 
 
@@ -750,16 +754,16 @@ def gelu_tanh(dom: ScalarDomain, x: Term) -> Term:
 
 @register("relax.nn.gelu_tanh")
 def encode_gelu_tanh(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Relax's formula 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) in the dtype,
-    left to right with x^3 = (x * x) * x: gelu_tanh(inf) = inf, gelu_tanh(-inf) = NaN; float
-    only."""
+    """Relax's 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), x^3 = (x*x)*x, in the dtype: gelu_tanh(-inf) = NaN.
+
+    gelu_tanh(±0) = ±0, gelu_tanh(inf) = inf; float only.
+    """
     return _float_unary(ctx, call, args, gelu_tanh)
 
 
 @register("relax.nn.silu")
 def encode_silu(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """x * sigmoid(x) in the dtype: silu(±0) = ±0, silu(inf) = inf, silu(-inf) = -inf * 0 =
-    NaN; float only."""
+    """x * sigmoid(x) in the dtype: silu(±0) = ±0, silu(inf) = inf, silu(-inf) = -inf * 0 = NaN; float only."""
     return _float_unary(ctx, call, args, lambda dom, v: dom.mul(v, dom.unary("sigmoid", v)))
 
 
@@ -775,9 +779,10 @@ def selu(dom: ScalarDomain, x: Term) -> Term:
 
 @register("relax.nn.selu")
 def encode_selu(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Relax's formula lambda * (x if x > 0 else alpha * (exp(x) - 1)) with PyTorch's
-    constants, in the dtype: selu(±0) = +0, selu(-inf) = -lambda*alpha, NaN stays NaN;
-    float only."""
+    """Relax's lambda * (x if x > 0 else alpha * (exp(x) - 1)) in the dtype: selu(±0) = +0., NaN stays NaN; float only.
+
+    lambda and alpha are PyTorch's constants (as TVM's lowering); selu(-inf) = -lambda * alpha.
+    """
     return _float_unary(ctx, call, args, selu)
 
 
@@ -792,9 +797,12 @@ def softplus(dom: ScalarDomain, x: Term, beta: float, threshold: float) -> Term:
 
 @register("relax.nn.softplus")
 def encode_softplus(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """x where beta * x > threshold (PyTorch's rule, as the doc's 'approximated as linear'),
-    else Relax's formula (1 / beta) * log(1 + exp(beta * x)) in the dtype: softplus(inf) = inf,
-    softplus(-inf) = +0, NaN stays NaN; float only."""
+    """x where beta * x > threshold (PyTorch's rule), else (1 / beta) * log(1 + exp(beta * x)) in the dtype; float only.
+
+    softplus(inf) = inf, softplus(-inf) = +0 (for beta > 0), NaN stays NaN. The doc only says
+    the function is "approximated as linear" beyond the threshold; PyTorch and TVM's lowering
+    compare beta * x > threshold.
+    """
     beta = float(call.attrs.get("beta", 1.0))
     threshold = float(call.attrs.get("threshold", 20.0))
     return _float_unary(ctx, call, args, lambda dom, v: softplus(dom, v, beta, threshold))

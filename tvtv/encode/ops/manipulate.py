@@ -341,15 +341,18 @@ def encode_split(ctx: EncodeContext, call: OpCall, args: list) -> Value:
 # ------------------------------------------------------------------------------------------------
 @register("relax.strided_slice")
 def encode_strided_slice(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """strided_slice is Python slicing x[b:e:s] per listed axis (negatives from the end, clamped); with assume_inbound=True an index that needs clamping is UB.
+    """strided_slice is Python slicing x[b:e:s] per listed axis (negatives from the end, clamped); with assume_inbound=True a negative or out-of-bounds begin/end is UB.
 
     In TVM 0.27 axes, begin, end and strides are *arguments* (Relax tuples of literal
     PrimValues; strides optional, default 1), only `assume_inbound` is an attribute.
-    assume_inbound=True promises every begin/end lies in bounds after adding n to a negative
-    one (stride > 0: 0 <= b, e <= n; stride < 0: 0 <= b, e <= n - 1); when the literal
-    values break that promise the op is UB (TVM then infers unclamped, even negative, sizes).
-    TVM 0.27 infers *negative* dimensions for empty slices whose end lies before their
-    begin (e.g. [-9:-5:-1] on 5 elements); such types are rejected as unsupported."""
+    assume_inbound=True promises literal in-bound values: 0 <= b, e <= n for stride > 0 and
+    0 <= b, e <= n - 1 for stride < 0; when the literal values break that promise the op is
+    UB. (TVM itself is inconsistent there: its type inference takes negative values
+    literally while its legalization adds n to them.) Within the promise this is plain
+    slicing. TVM 0.27 infers *negative* dimensions for empty slices whose end lies before
+    their begin (x[3:1] on 5 elements: -2), and with assume_inbound=True and a negative
+    stride it infers the whole axis (x[4:0:-1] on 6 elements: 6, while its VM returns 4
+    elements); such types disagree with the slice and are rejected as unsupported."""
     x = tensor_arg(args, 0, call)
     if len(args) < 4:
         raise Unsupported("relax.strided_slice without axes/begin/end arguments")
@@ -376,15 +379,15 @@ def encode_strided_slice(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
             raise Unsupported("relax.strided_slice with stride 0")
         n = x.shape[k]
         if inbound:
-            bn, en = (b + n if b < 0 else b), (e + n if e < 0 else e)
-            ok = (0 <= bn <= n and 0 <= en <= n) if s > 0 else (0 <= bn <= n - 1 and 0 <= en <= n - 1)
-            broken = broken or not ok
+            top = n if s > 0 else n - 1
+            broken = broken or not (0 <= b <= top and 0 <= e <= top)
         start, _, _ = slice(b, e, s).indices(n)
         starts[k], step_of[k] = start, s
         shape[k] = len(range(n)[b:e:s])
     if broken:
         # Out-of-bound indices promised in bound: undefined, whatever TVM inferred.
-        ctx.add_ub(z3.BoolVal(True), "strided_slice with assume_inbound=True and an index out of bounds")
+        ctx.add_ub(z3.BoolVal(True), "strided_slice with assume_inbound=True and a begin/end "
+                   "out of bounds")
         if any(d < 0 for d in ty.shape):
             raise Unsupported(f"relax.strided_slice: TVM inferred the negative shape {ty.shape}")
         return Tensor.from_flat(ty.shape, ty.dtype, lambda i: ctx.dom(ty.dtype).zero())

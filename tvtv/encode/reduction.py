@@ -18,7 +18,7 @@ import z3
 
 from tvtv.absfp.dtypes import is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.tensor import idx, lambda_over_index
+from tvtv.encode.tensor import INDEX, idx, lambda_over_index
 
 Elem = Callable[[z3.BitVecRef], z3.ExprRef]
 
@@ -39,7 +39,13 @@ def uf_of_terms(ctx: EncodeContext, name: str, dtype: str, n: int, elem: Elem, f
         terms = [elem(idx(k)) for k in range(n)]
         sort = ctx.dom(dtype).sort
         return ctx.uf(f"{name}_{dtype}_{n}", *([sort] * n), result_sort)(*terms)
-    arr = term_array(ctx, dtype, n, elem, fill)
+    if n <= SPECIAL_BOUND:
+        # a store chain: Z3 solves FP queries over it far better than over a lambda
+        arr = z3.K(INDEX, fill)
+        for k in range(n):
+            arr = z3.Store(arr, idx(k), elem(idx(k)))
+    else:
+        arr = term_array(ctx, dtype, n, elem, fill)
     return ctx.uf(f"{name}_{dtype}_{n}", arr.sort(), result_sort)(arr)
 
 
@@ -63,8 +69,16 @@ def _float_specials(ctx: EncodeContext, dtype: str, n: int, elem: Elem, general:
     any_p = z3.Or(*[t == pinf for t in terms])
     any_n = z3.Or(*[t == ninf for t in terms])
     if kind == "sum":
+        # In every summation order: a NaN term, or +inf and -inf together, give NaN; all-zero
+        # terms give +0.0 (the accumulator starts at +0.0). A +inf term without -inf gives
+        # +inf, or NaN when finite terms overflowed to -inf first ([-MAX, -MAX, +inf] summed
+        # left to right): the order is unspecified, so only "+inf or NaN" is fixed.
+        all_zero = z3.And(*[z3.Or(t == dom.const(0.0), t == dom.const(-0.0)) for t in terms])
+        inf_or_nan_p = z3.If(dom.is_nan(general), dom.nan(), pinf)
+        inf_or_nan_n = z3.If(dom.is_nan(general), dom.nan(), ninf)
         return z3.If(z3.Or(any_nan, z3.And(any_p, any_n)), dom.nan(),
-                     z3.If(any_p, pinf, z3.If(any_n, ninf, general)))
+                     z3.If(any_p, inf_or_nan_p, z3.If(any_n, inf_or_nan_n,
+                     z3.If(all_zero, dom.const(0.0), general))))
     # product: NaN, or inf * 0 somewhere -> NaN (0 * inf); otherwise left uninterpreted
     return z3.If(any_nan, dom.nan(), general)
 

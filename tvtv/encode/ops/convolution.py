@@ -295,3 +295,9 @@ def encode_conv2d_transpose(ctx: EncodeContext, call: OpCall, args: list) -> Ten
     PyTorch gives a finite value (intended to be found).
     """
     return _conv_transpose(ctx, call, args, 2)
+
+
+@register("relax.nn.conv3d_transpose")
+def encode_conv3d_transpose(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
+    """conv2d_transpose's semantics with three spatial dimensions (PyTorch conv_transpose3d): only the products that reach an output position are summed (no 0 * w terms); operands cast to out_dtype; the sum is `reduce_sum`."""
+    return _conv_transpose(ctx, call, args, 3)

@@ -250,16 +250,23 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
 
     levels: list[str] = []
     fp = options.fp
+    abstract_cex: Counterexample | None = None
     while True:
+        timeout = options.timeout if abstract_cex is None else min(options.timeout, 10.0)
         try:
             enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
             levels.append(enc.level)
             levels.extend(sorted(enc.notes))
-            cex = _find_counterexample(enc, options.timeout)
+            cex = _find_counterexample(enc, timeout)
         except Unsupported as err:
             return result(UNKNOWN, f"unsupported: {err}", levels=levels)
         except _Timeout as err:
-            return result(UNKNOWN, f"timeout after {options.timeout:g} s per query ({err})",
+            if abstract_cex is not None:
+                # the IEEE model could not decide: the abstract counterexample stands
+                # (unconfirmed by the abstraction; execution may still confirm it)
+                levels.append("fp: ieee timed out")
+                return result(COUNTEREXAMPLE, abstract_cex.message, abstract_cex, levels)
+            return result(UNKNOWN, f"timeout after {timeout:g} s per query ({err})",
                           levels=levels)
         if cex is None:
             return result(PROVED, levels=levels)
@@ -268,6 +275,7 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                                            timeout=min(options.timeout, 10.0))
         if fp == "abstract" and options.refine_to_ieee and cex.confirmed_ieee is not True:
             fp = "ieee"   # the abstraction may have invented this difference: refine
+            abstract_cex = cex
             continue
         return result(COUNTEREXAMPLE, cex.message, cex, levels)
 

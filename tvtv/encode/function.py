@@ -134,7 +134,7 @@ class FunctionEncoder:
         """An opaque PrimFunc: output field k is UF_{hash,k}(bounded inputs..., index)."""
         self.ctx.notes.add("call_tir opaque")
         tensors = [as_tensor(a, f"argument of call_tir {e.prim}") for a in args]
-        bounded = [t.bounded(self.ctx.dom(t.dtype).zero()) for t in tensors]
+        bounded = [t.materialized(self.ctx.dom(t.dtype).zero()) for t in tensors]
         out_types = e.ty.fields if isinstance(e.ty, P.TupleType) else (e.ty,)
         outs = []
         for k, ty in enumerate(out_types):

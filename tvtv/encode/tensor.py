@@ -119,6 +119,17 @@ class Tensor:
         return lambda_over_index(lambda i: z3.If(z3.ULT(i, idx(self.numel)), self.at(i), fill))
 
 
+    def materialized(self, fill: z3.ExprRef) -> z3.ArrayRef:
+        """The array with indices ≥ numel holding `fill`, as a store chain when small:
+        Z3 reasons about uninterpreted functions of store chains far better than of
+        lambdas (a function of a lambda array can time out even on tiny tensors)."""
+        if self.numel > STORE_CHAIN_BOUND:
+            return self.bounded(fill)
+        arr = z3.K(INDEX, fill)
+        for k in range(self.numel):
+            arr = z3.Store(arr, idx(k), self.at(k))
+        return arr
+
     # -- construction ---------------------------------------------------------------------------
     @staticmethod
     def from_flat(shape: Sequence[int], dtype: str, fn: Callable[[z3.BitVecRef], z3.ExprRef]) -> "Tensor":
@@ -161,6 +172,7 @@ class Tensor:
 
 
 MAX_ELEMENTS = 1 << 30
+STORE_CHAIN_BOUND = 256
 
 
 def check_size(shape: Sequence[int]) -> None:

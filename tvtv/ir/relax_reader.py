@@ -86,6 +86,18 @@ def convert_type(ty: Any) -> P.Type:
     return P.OpaqueType(str(ty))
 
 
+def _inferred_type(e: Any) -> P.Type:
+    """TVM's inferred type of an expression that carries none yet."""
+    bb = relax.BlockBuilder()
+    bb._begin_binding_block()   # normalizing a non-leaf expression needs an open scope
+    try:
+        return convert_type(bb.normalize(e).ty)
+    except Exception:
+        return P.OpaqueType("untyped")
+    finally:
+        bb._end_block()
+
+
 class _Reader:
     def __init__(self, mod: tvm.ir.IRModule) -> None:
         self.mod = mod
@@ -145,6 +157,10 @@ class _Reader:
 
     def call(self, e: Any) -> P.Expr:
         ty = convert_type(e.ty)
+        if isinstance(ty, P.OpaqueType) and type(e.ty) is tvm.ir.Type:
+            # A module not in normal form (built by hand, before Normalize) has calls without
+            # inferred types; ask TVM's type inference, which does not change the meaning.
+            ty = _inferred_type(e)
         op = e.op
         if isinstance(op, tvm.ir.GlobalVar):
             return P.FuncCall(op.name_hint, tuple(self.expr(a) for a in e.args), ty)

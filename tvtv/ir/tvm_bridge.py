@@ -191,10 +191,13 @@ def pass_name(obj: Any) -> str:
     return str(obj.info.name)
 
 
-def run_vm(mod: IRModule, func: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Build `mod` for llvm and run `func` on the VM; the outputs flattened into a list."""
-    ex = relax.build(mod, target="llvm")
-    vm = relax.VirtualMachine(ex, tvm.cpu())
+def build_vm(mod: IRModule) -> Any:
+    """Build `mod` for llvm; the VM to run its functions."""
+    return relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+
+
+def run_built(vm: Any, func: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run `func` on the VM; the outputs flattened into a list."""
     args = [tvm.runtime.tensor(np.array(a, order="C", copy=True), tvm.cpu()) for a in inputs]
     out = vm[func](*args)
     flat: list[np.ndarray] = []
@@ -210,9 +213,9 @@ def run_vm(mod: IRModule, func: str, inputs: Sequence[np.ndarray]) -> list[np.nd
     return flat
 
 
-def const_expr(value: np.ndarray) -> Any:
-    return relax.const(value)
-
+def run_vm(mod: IRModule, func: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Build `mod` for llvm and run `func` on the VM; the outputs flattened into a list."""
+    return run_built(build_vm(mod), func, inputs)
 
 
 def fuse_ops_by_pattern() -> Any:
@@ -237,35 +240,40 @@ def fuse_ops_by_pattern() -> Any:
     return relax.transform.FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=False)
 
 
-def run_vm_isolated(mods: dict[str, IRModule], func: str, inputs: Sequence[np.ndarray],
-                    timeout: float = 120.0) -> dict[str, tuple[str, Any]]:
-    """Run `func` of each module on the VM in a child process.
+def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[Sequence[np.ndarray]],
+                    timeout: float = 120.0) -> dict[str, list[tuple[str, Any]]]:
+    """Run `func` of each module on each input set on the VM, in a child process.
 
-    Returns name -> ("ok", outputs) | ("error", message) | ("crash", message)."""
+    Returns name -> one entry per input set: ("ok", outputs) | ("error", message) |
+    ("crash", message)."""
     import subprocess
     import sys
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="tvtv-vm-") as tmp:
         folder = Path(tmp)
-        np.savez(folder / "inputs.npz", **{f"a{i}": np.asarray(a) for i, a in enumerate(inputs)})
+        np.savez(folder / "inputs.npz", **{f"s{j}_a{i}": np.asarray(a) for j, inputs in enumerate(input_sets)
+                                          for i, a in enumerate(inputs)})
         for name, mod in mods.items():
             save_module(mod, folder / f"{name}.py")
         try:
-            proc = subprocess.run([sys.executable, "-m", "tvtv.ir.vm_worker", str(folder), func, *mods],
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run([sys.executable, "-m", "tvtv.ir.vm_worker", str(folder), func,
+                                   str(len(input_sets)), *mods], capture_output=True, text=True,
+                                  timeout=timeout)
             crash = f"the VM process died (exit status {proc.returncode})" if proc.returncode else None
         except subprocess.TimeoutExpired:
             crash = f"the VM process did not finish in {timeout:g} s"
-        results: dict[str, tuple[str, Any]] = {}
+        results: dict[str, list[tuple[str, Any]]] = {}
         for name in mods:
-            out, err = folder / f"{name}.out.npz", folder / f"{name}.error.txt"
-            if out.exists():
-                with np.load(out) as data:
-                    results[name] = ("ok", [data[f"o{i}"] for i in range(len(data.files))])
-            elif err.exists():
-                results[name] = ("error", err.read_text())
-            else:
-                results[name] = ("crash", crash or "no result")
-                crash = crash or "no result"
+            entries: list[tuple[str, Any]] = []
+            for j in range(len(input_sets)):
+                out, err = folder / f"{name}.s{j}.out.npz", folder / f"{name}.s{j}.error.txt"
+                if out.exists():
+                    with np.load(out) as data:
+                        entries.append(("ok", [data[f"o{i}"] for i in range(len(data.files))]))
+                elif err.exists():
+                    entries.append(("error", err.read_text()))
+                else:
+                    entries.append(("crash", crash or "no result"))
+            results[name] = entries
         return results

@@ -1,11 +1,11 @@
 """Run modules on the TVM VM in a separate process, so that a crash (SIGFPE from an integer
 division by zero, a segfault in generated code) cannot take tvtv down with it.
 
-    python -m tvtv.ir.vm_worker DIR FUNC NAME [NAME ...]
+    python -m tvtv.ir.vm_worker DIR FUNC NSETS NAME [NAME ...]
 
-reads DIR/inputs.npz (arrays a0, a1, ... in parameter order) and, for each NAME, the module
-DIR/NAME.py (+ NAME.consts.npz); writes DIR/NAME.out.npz (outputs o0, o1, ...) or
-DIR/NAME.error.txt. Each module is written out before the next one runs.
+reads DIR/inputs.npz (arrays s{j}_a{i}: input set j, parameter i) and, for each NAME, the
+module DIR/NAME.py (+ NAME.consts.npz); for each input set j writes DIR/NAME.s{j}.out.npz
+(outputs o0, o1, ...) or DIR/NAME.s{j}.error.txt, each as soon as it is known.
 """
 from __future__ import annotations
 
@@ -16,20 +16,31 @@ import numpy as np
 
 
 def main(argv: list[str]) -> int:
-    folder, func, names = Path(argv[0]), argv[1], argv[2:]
+    folder, func, nsets, names = Path(argv[0]), argv[1], int(argv[2]), argv[3:]
     from tvtv.ir import tvm_bridge
 
     with np.load(folder / "inputs.npz") as data:
-        inputs = [data[f"a{i}"] for i in range(len(data.files))]
+        sets = [[data[k] for k in sorted((k for k in data.files if k.startswith(f"s{j}_")),
+                                         key=lambda k: int(k.split("_a")[1]))] for j in range(nsets)]
     for name in names:
         try:
-            mod = tvm_bridge.load_module(folder / f"{name}.py")
-            outs = tvm_bridge.run_vm(mod, func, inputs)
-            np.savez(folder / f"{name}.out.npz", **{f"o{i}": o for i, o in enumerate(outs)})
-        except Exception as err:  # reported to the parent, which decides what it means
-            lines = str(err).strip().splitlines()
-            (folder / f"{name}.error.txt").write_text(lines[-1] if lines else type(err).__name__)
+            exe = tvm_bridge.build_vm(tvm_bridge.load_module(folder / f"{name}.py"))
+        except Exception as err:
+            for j in range(nsets):
+                (folder / f"{name}.s{j}.error.txt").write_text(_last_line(err))
+            continue
+        for j, inputs in enumerate(sets):
+            try:
+                outs = tvm_bridge.run_built(exe, func, inputs)
+                np.savez(folder / f"{name}.s{j}.out.npz", **{f"o{i}": o for i, o in enumerate(outs)})
+            except Exception as err:  # reported to the parent, which decides what it means
+                (folder / f"{name}.s{j}.error.txt").write_text(_last_line(err))
     return 0
+
+
+def _last_line(err: Exception) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[-1] if lines else type(err).__name__
 
 
 if __name__ == "__main__":

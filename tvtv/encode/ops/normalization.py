@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import z3
-
 from tvtv.absfp.dtypes import is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import norm_axis, out_type, tensor_arg
-from tvtv.encode.ops.statistical import (centered, mean_axes, reduce_axes, reduce_axes_attr,
-                                         variance_axes)
+from tvtv.encode.ops.statistical import centered, mean_axes, reduce_axes, variance_axes
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, elementwise
 from tvtv.errors import Unsupported
@@ -110,7 +107,7 @@ def _softmax_parts(ctx: EncodeContext, call: OpCall, x: Tensor) -> tuple[Tensor,
 @register("relax.nn.softmax")
 def encode_softmax(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """softmax = exp(x - max) / sum(exp(x - max)) along `axis` (the numerically stable form,
-    as scipy and PyTorch compute it): a NaN or +inf in a row makes the whole row NaN.
+    as scipy and PyTorch compute it): a row holding NaN or +inf, or only -inf, is all NaN.
 
     The documented formula exp(x) / sum(exp(x)) is equal in real arithmetic; the stable form
     is what every implementation (TVM's legalization included) computes, and it decides the
@@ -126,7 +123,7 @@ def encode_softmax(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 @register("relax.nn.log_softmax")
 def encode_log_softmax(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """log_softmax = (x - max) - log(sum(exp(x - max))) along `axis` (the stable form, as
-    scipy/PyTorch): a NaN or +inf in a row makes the row NaN."""
+    scipy/PyTorch compute it): a row holding NaN or +inf, or only -inf, is all NaN."""
     x = tensor_arg(args, 0, call)
     dom = ctx.dom(x.dtype)
     shifted, _, s = _softmax_parts(ctx, call, x)

@@ -197,13 +197,16 @@ def _axes_of(call: OpCall, x: Tensor) -> tuple[list[int], bool]:
 
 @register("relax.sum")
 def encode_sum(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Sum over `axis` (None = all) in an unspecified order from +0.0 (numpy: sum([-0.0]) is
-    +0.0): any NaN or both infinities give NaN, else any ±inf gives ±inf; integers wrap.
+    """Sum over `axis` (None = all) in an unspecified order starting from +0.0 (numpy:
+    sum([-0.0]) is +0.0): a NaN term or both infinities give NaN, a ±inf term gives ±inf or
+    NaN (finite terms may overflow first in some order), all-zero terms give +0.0; integer
+    sums wrap in the input dtype.
 
-    Float sums of n >= 2 terms are uninterpreted functions of the term array; one term is
-    exactly +0.0 + x; integer sums are exact (two's complement wrapping, in the input dtype
-    as TVM infers it). An empty axis list (`axis=[]`) reduces one element, as numpy's
-    `sum(axis=())` does (so -0.0 becomes +0.0, which TVM also computes).
+    Float sums of n >= 2 terms are uninterpreted functions of their terms
+    (`tvtv/encode/reduction.py`); one term is exactly +0.0 + x; integer sums are exact
+    (two's complement, in the input dtype as TVM infers it, where numpy would widen). An
+    empty axis list (`axis=[]`) reduces one element, as numpy's `sum(axis=())` does (so -0.0
+    becomes +0.0, which TVM also computes).
     """
     x = tensor_arg(args, 0, call)
     axes, keep = _axes_of(call, x)

@@ -181,7 +181,7 @@ def ops(markdown: bool = typer.Option(False, "--markdown", help="print the seman
     """List the Relax ops the encoder supports and what each means."""
     from tvtv.semantics import semantics_rows, semantics_markdown
     if markdown:
-        print(semantics_markdown())
+        sys.stdout.write(semantics_markdown())
         return
     table = Table(show_edge=False)
     table.add_column("op")

@@ -1,2 +1,10 @@
 """Relax op encoders, one module per family. Importing this package registers them all."""
-from tvtv.encode.ops import convolution, elementwise, linalg, manipulate, pooling  # noqa: F401
+from tvtv.encode.ops import (  # noqa: F401
+    convolution,
+    elementwise,
+    linalg,
+    manipulate,
+    normalization,
+    pooling,
+    statistical,
+)

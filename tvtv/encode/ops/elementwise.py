@@ -25,7 +25,7 @@ from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import norm_axis, out_type, tensor_arg
 from tvtv.encode.registry import register
-from tvtv.encode.tensor import Tensor, idx, ravel, read_broadcast, unravel
+from tvtv.encode.tensor import Tensor, elementwise, ravel
 from tvtv.encode.values import PrimScalar, Value
 from tvtv.errors import Unsupported
 from tvtv.ir.program import OpCall
@@ -106,51 +106,13 @@ def _signed(dom: ScalarDomain, negative: z3.BoolRef, value: Term) -> Term:
     return z3.If(negative, dom.neg(value), value)
 
 
-# An elementwise tensor is `Lambda i. f(...)`, built by calling f once on a fresh index
-# constant i. UB that f records (integer division by zero, shift amounts, float-to-int casts)
-# then mentions that constant, which the solver would read as "for one i of its choice";
-# `_elementwise` rewrites such conditions into "for some element of the tensor": an `Or` over
-# the elements of small tensors, an `Exists` over the index for large ones.
-UB_EXPAND = 64
-
-
-def _elementwise(ctx: EncodeContext, out_shape: tuple[int, ...], dtype: str,
-                 inputs: list[Tensor], fn: Callable[..., Term]) -> Tensor:
-    """out[i] = fn(in_0[b_0(i)], ...) with numpy broadcasting (as `tensor.elementwise`), with
-    the UB that `fn` records quantified over the output's elements."""
-    out_shape = tuple(out_shape)
-    index: list[z3.BitVecRef] = []
-    first_ub = len(ctx.ub)
-
-    def at(i: z3.BitVecRef) -> Term:
-        index.append(i)
-        if all(t.shape == out_shape for t in inputs):
-            return fn(*(t.at(i) for t in inputs))
-        ix = unravel(i, out_shape)
-        return fn(*(read_broadcast(t, ix, out_shape) for t in inputs))
-    out = Tensor.from_flat(out_shape, dtype, at)
-    if len(ctx.ub) > first_ub:
-        i = index[0]
-        n = out.numel
-        for k in range(first_ub, len(ctx.ub)):
-            cond, why = ctx.ub[k]
-            if n == 0:
-                cond = z3.BoolVal(False)
-            elif n <= UB_EXPAND:
-                cond = z3.Or(*[z3.substitute(cond, (i, idx(j))) for j in range(n)])
-            else:
-                cond = z3.Exists([i], z3.And(z3.ULT(i, idx(n)), cond))
-            ctx.ub[k] = (z3.simplify(cond), why)
-    return out
-
-
 def _unary_map(ctx: EncodeContext, call: OpCall, args: list[Value],
                fn: Callable[[ScalarDomain, Term], Term]) -> Tensor:
     """out[i] = fn(dom, x[i]); `dom` is the input's domain."""
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
     dom = ctx.dom(x.dtype)
-    return _elementwise(ctx, ty.shape, ty.dtype, [x], lambda v: fn(dom, v))
+    return elementwise(ty.shape, ty.dtype, [x], lambda v: fn(dom, v))
 
 
 def _binary_map(ctx: EncodeContext, call: OpCall, args: list[Value],
@@ -161,7 +123,7 @@ def _binary_map(ctx: EncodeContext, call: OpCall, args: list[Value],
     a, b = _operand(ctx, args, 0, call, dtype), _operand(ctx, args, 1, call, dtype)
     ty = out_type(call)
     dom = ctx.dom(dtype)
-    return _elementwise(ctx, ty.shape, ty.dtype, [a, b], lambda x, y: fn(dom, x, y))
+    return elementwise(ty.shape, ty.dtype, [a, b], lambda x, y: fn(dom, x, y))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,7 +426,7 @@ def encode_shift(ctx: EncodeContext, call: OpCall, args: list) -> object:
     """Int shifts (right shift arithmetic when signed, left shift wraps); an amount outside [0, bits) is UB.
 
     UB follows C/LLVM, which TVM's code inherits (numpy would give 0 or -1). Floats and bool
-    are unsupported. The UB is recorded for the whole tensor (see `_elementwise`).
+    are unsupported. The UB is recorded for the whole tensor (`EncodeContext.add_ub`).
     """
     dtype = _operands_dtype(args, call)
     _require(is_int(dtype), call, dtype)
@@ -609,7 +571,7 @@ def encode_where(ctx: EncodeContext, call: OpCall, args: list) -> object:
     if not is_bool(cond.dtype):
         raise Unsupported(f"where with a {cond.dtype} condition")
     x1, x2 = _operand(ctx, args, 1, call, ty.dtype), _operand(ctx, args, 2, call, ty.dtype)
-    return _elementwise(ctx, ty.shape, ty.dtype, [cond, x1, x2], lambda c, a, b: z3.If(c, a, b))
+    return elementwise(ty.shape, ty.dtype, [cond, x1, x2], lambda c, a, b: z3.If(c, a, b))
 
 
 def _clip_bound(ctx: EncodeContext, v: Value, dtype: str, which: str) -> Term:
@@ -656,7 +618,7 @@ def encode_clip(ctx: EncodeContext, call: OpCall, args: list) -> object:
     def clip(v: Term) -> Term:
         t = z3.If(dom.lt(v, lo), lo, v)
         return z3.If(dom.gt(t, hi), hi, t)
-    return _elementwise(ctx, ty.shape, ty.dtype, [x], clip)
+    return elementwise(ty.shape, ty.dtype, [x], clip)
 
 
 @register("relax.astype")
@@ -671,7 +633,7 @@ def encode_astype(ctx: EncodeContext, call: OpCall, args: list) -> object:
     want = call.attrs.get("dtype")
     if want is not None and str(want) != ty.dtype:
         raise Unsupported(f"astype to {want} with result type {ty}")
-    return _elementwise(ctx, ty.shape, ty.dtype, [x],
+    return elementwise(ty.shape, ty.dtype, [x],
                         lambda v: ctx.model.cast(v, x.dtype, ty.dtype))
 
 

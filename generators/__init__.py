@@ -16,9 +16,24 @@ from generators.graph import Graph, Node, TensorSpec
 if TYPE_CHECKING:
     import tvm
 
-# name -> generate(seed, min_ops, max_ops, ops=None) -> Graph
-GENERATORS: dict[str, Callable[..., Graph]] = {
+def _lazy(module: str, attr: str = "generate") -> Callable[..., Any]:
+    """`module.attr`, imported on first call (generators import TVM or Z3 only when used)."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import importlib
+        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+    call.__name__ = f"{module}.{attr}"
+    return call
+
+
+# name -> generate(seed, min_ops, max_ops, **options) -> Graph (or an IRModule for generators
+# that build Relax directly)
+GENERATORS: dict[str, Callable[..., Any]] = {
     "simple": simple.generate,
+    "gencog": _lazy("generators.gencog"),
+    "isra": _lazy("generators.isra"),
+    "hirgen": _lazy("generators.hirgen"),
+    "typed": _lazy("generators.typed"),
+    "declgen": _lazy("generators.declgen"),
 }
 
 
@@ -45,7 +60,8 @@ def generate_modules(generator: str, n: int, seed: int, min_ops: int = 10, max_o
     """`generate_graphs(...)` emitted as Relax IRModules (public function `main`)."""
     from generators.emit import emit
 
-    return [emit(g) for g in generate_graphs(generator, n, seed, min_ops, max_ops, **kwargs)]
+    return [emit(g) if isinstance(g, Graph) else g
+            for g in generate_graphs(generator, n, seed, min_ops, max_ops, **kwargs)]
 
 
 def generate_module(generator: str, seed: int, index: int, min_ops: int = 10, max_ops: int = 30,
@@ -59,7 +75,8 @@ def generate_module(generator: str, seed: int, index: int, min_ops: int = 10, ma
     except KeyError:
         raise ValueError(f"unknown generator {generator!r} (known: {', '.join(GENERATORS)})") \
             from None
-    return emit(gen(derive_seed(seed, index), min_ops, max_ops, **kwargs))
+    g = gen(derive_seed(seed, index), min_ops, max_ops, **kwargs)
+    return emit(g) if isinstance(g, Graph) else g
 
 
 __all__ = ["GENERATORS", "generate_module", "Graph", "Node", "TensorSpec", "derive_seed", "generate_graphs",

@@ -15,7 +15,6 @@ Only this file and `importer.py` touch TVM's API (apache-tvm 0.27).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -23,74 +22,7 @@ import tvm
 from tvm import relax
 
 from generators.graph import CONST, GET_ITEM, TUPLE, Graph, GraphError, Node, OutSpec, TensorSpec
-
-
-@dataclass(frozen=True)
-class OpSignature:
-    """How a Relax op is called.
-
-    * `tensors`: number of leading tensor arguments, or ``None`` for ops taking one Relax
-      tuple of tensors (concat);
-    * `args`: names of graph attributes passed as further Relax arguments after the tensors
-      (shapes become ``ShapeExpr``, numbers prim values, lists of ints Relax tuples);
-    * `attrs`: names of the fields of the op's attrs object, all passed as keywords.
-    """
-
-    tensors: int | None
-    args: tuple[str, ...] = ()
-    attrs: tuple[str, ...] = ()
-
-
-_UNARY = ("exp", "tanh", "sigmoid", "sqrt", "negative", "abs", "nn.relu", "nn.gelu",
-          "nn.silu", "square", "erf", "floor", "ceil", "round", "sign", "log", "rsqrt",
-          "sin", "cos", "nn.gelu_tanh", "nn.softplus", "isnan", "isinf", "isfinite",
-          "logical_not", "nn.selu")
-_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
-           "floor_divide", "floor_mod", "less", "greater", "equal", "not_equal", "less_equal",
-           "greater_equal", "logical_and", "logical_or")
-_REDUCE = ("sum", "mean", "max", "min", "variance", "prod", "std")
-_POOL2D = ("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad",
-           "layout", "out_layout")
-
-SIGNATURES: dict[str, OpSignature] = {
-    **{f"relax.{n}": OpSignature(1) for n in _UNARY},
-    **{f"relax.{n}": OpSignature(2) for n in _BINARY},
-    **{f"relax.{n}": OpSignature(1, attrs=("axis", "keepdims")) for n in _REDUCE},
-    "relax.clip": OpSignature(1, args=("min", "max")),
-    "relax.nn.softmax": OpSignature(1, attrs=("axis",)),
-    "relax.nn.log_softmax": OpSignature(1, attrs=("axis",)),
-    "relax.nn.leakyrelu": OpSignature(1, attrs=("alpha",)),
-    "relax.reshape": OpSignature(1, args=("shape",)),
-    "relax.permute_dims": OpSignature(1, attrs=("axes",)),
-    "relax.expand_dims": OpSignature(1, attrs=("axis",)),
-    "relax.squeeze": OpSignature(1, attrs=("axis",)),
-    "relax.flatten": OpSignature(1),
-    "relax.concat": OpSignature(None, attrs=("axis",)),
-    "relax.split": OpSignature(1, attrs=("indices_or_sections", "axis")),
-    "relax.strided_slice": OpSignature(1, args=("axes", "begin", "end", "strides"),
-                                       attrs=("assume_inbound",)),
-    "relax.take": OpSignature(2, attrs=("axis", "mode")),
-    "relax.broadcast_to": OpSignature(1, args=("shape",)),
-    "relax.tile": OpSignature(1, attrs=("repeats",)),
-    "relax.repeat": OpSignature(1, attrs=("repeats", "axis")),
-    "relax.flip": OpSignature(1, attrs=("axis",)),
-    "relax.argmax": OpSignature(1, attrs=("axis", "keepdims")),
-    "relax.argmin": OpSignature(1, attrs=("axis", "keepdims")),
-    "relax.matmul": OpSignature(2, attrs=("out_dtype",)),
-    "relax.nn.conv2d": OpSignature(2, attrs=("strides", "padding", "dilation", "groups",
-                                             "data_layout", "kernel_layout", "out_layout",
-                                             "out_dtype")),
-    "relax.nn.max_pool2d": OpSignature(1, attrs=_POOL2D),
-    "relax.nn.avg_pool2d": OpSignature(1, attrs=_POOL2D),
-    "relax.nn.adaptive_avg_pool2d": OpSignature(1, attrs=("output_size", "layout",
-                                                          "out_layout")),
-    "relax.nn.layer_norm": OpSignature(3, attrs=("axes", "epsilon", "center", "scale")),
-    "relax.nn.batch_norm": OpSignature(5, attrs=("axis", "epsilon", "center", "scale",
-                                                 "momentum", "training")),
-    "relax.nn.pad": OpSignature(1, attrs=("pad_width", "pad_mode", "pad_value")),
-    "relax.where": OpSignature(3),
-    "relax.astype": OpSignature(1, attrs=("dtype",)),
-}
+from generators.signatures import SIGNATURES, OpSignature  # noqa: F401  (re-exported)
 
 
 def op_constructor(op: str) -> Callable[..., Any]:

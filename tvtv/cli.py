@@ -212,6 +212,19 @@ def generate(generator: str = typer.Option("simple", "--generator"),
     _guard(run)
 
 
+# Commands that live in their own modules: each has `register(app)`, which adds its commands.
+_EXTENSIONS = ("tvtv.cli_stats", "tvtv.cli_minimize")
+
+
+def _register_extensions() -> None:
+    import importlib
+    for name in _EXTENSIONS:
+        importlib.import_module(name).register(app)
+
+
+_register_extensions()
+
+
 def main() -> None:
     app()
 

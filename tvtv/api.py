@@ -1,6 +1,7 @@
 """tvtv's Python API: `verify`, `check_pass`, `registered_passes`."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -20,10 +21,35 @@ def _as_module(m: Any, what: str) -> Any:
     raise InputError(f"{what}: expected an IRModule or a path, got {type(m).__name__}")
 
 
+def float_options(solver: str | None = None, assume: Any = None) -> dict[str, Any]:
+    """The `Options` fields for a solver choice and assumptions (no-nan, no-inf,
+    no-signed-zeros), given as far as this tvtv's `Options` has them: a value left at its
+    default (None, "z3", no assumption) is dropped when `Options` lacks the field; asking for
+    anything else then is bad input."""
+    have = {f.name for f in dataclasses.fields(Options)}
+    if isinstance(assume, str):
+        assume = [assume]
+    if assume is not None:   # "no-nan,no-inf" and repeated values alike; order kept, no repeats
+        assume = tuple(dict.fromkeys(a.strip() for item in assume for a in str(item).split(",") if a.strip()))
+    given: dict[str, Any] = {}
+    for name, value, default in (("solver", solver, "z3"), ("assume", assume, ())):
+        if value is None:
+            continue
+        if name in have:
+            given[name] = value
+        elif value != default:
+            raise InputError(f"this tvtv cannot use --{name} {value if isinstance(value, str) else ','.join(value)} "
+                             f"yet (tvtv.refinement.Options has no '{name}')")
+    return given
+
+
 def verify(before: Any, after: Any, fp: str = "abstract", timeout: float = 30.0,
-           pass_name: str | None = None, label: str | None = None, **options: Any) -> Report:
-    """Check that `after` refines `before` (IRModules or TVMScript paths), function by function."""
+           pass_name: str | None = None, label: str | None = None, solver: str | None = None,
+           assume: Any = None, **options: Any) -> Report:
+    """Check that `after` refines `before` (IRModules or TVMScript paths), function by function.
+    `solver` ("z3", "cvc5", "both") and `assume` (e.g. ["no-nan", "no-inf"]) go to `Options`."""
     confirm_vm = options.pop("confirm_vm", True)
+    options.update(float_options(solver, assume))
     opts = Options(fp=fp, timeout=timeout, **options)
     before_mod, after_mod = _as_module(before, "before"), _as_module(after, "after")
     src = relax_reader.read_module(before_mod)
@@ -77,3 +103,20 @@ def check_pass(pass_or_name: Any, module: Any, fp: str = "abstract", timeout: fl
 
 def registered_passes() -> list[str]:
     return passes.registered_passes()
+
+
+def check_pipeline(pipeline: Any, module: Any, fp: str = "abstract", timeout: float = 30.0,
+                   label: str | None = None, **options: Any) -> Report:
+    """Run a pipeline (a name such as "zero", a .py/.json file, or a tvm.transform.Pass) on
+    `module` and validate each pass application (see `tvtv.pipeline`): one result per
+    application, labelled `LABEL:PASS#k`."""
+    from tvtv import pipeline as pl
+    pass_obj = pl.load_pipeline(pipeline)[1] if isinstance(pipeline, str) else pipeline
+    if not tvm_bridge.is_pass(pass_obj):
+        raise InputError(f"expected a pipeline name, file or tvm.transform.Pass, got {type(pipeline).__name__}")
+
+    def run_verify(before: Any, after: Any, pass_name: str | None, label: str) -> Report:
+        return verify(before, after, fp=fp, timeout=timeout, pass_name=pass_name, label=label,
+                      **options)
+    pairs = pl.check_pipeline(pass_obj, _as_module(module, "module"), label or "module", run_verify)
+    return Report([r for _, r in pairs])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -20,7 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-FP_HELP = "float model: abstract (mlir-tv abstract floats, default) or ieee (bit-exact)"
+FP_HELP = ("float model: abstract (mlir-tv abstract floats, default), ieee (bit-exact) or real "
+           "(correct up to rounding only)")
 TIMEOUT_HELP = "solver timeout per query, in seconds"
 
 
@@ -87,16 +87,34 @@ def print_summary(report: Report, json_path: Optional[Path]) -> None:
         console.print(f"report written to {json_path}", markup=False)
 
 
+SOLVER_HELP = "SMT solver: z3 (default), cvc5, or both (and report disagreement)"
+ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros "
+               "(repeat the option or give a comma list)")
+DEFAULT_CASE_TIMEOUT = 600.0
+
+
+def _float_options(solver: Optional[str], assume: Optional[list[str]]) -> dict:
+    """The pass-through float-model options for `tvtv.api.verify`, checked once here (bad
+    values are bad input before anything runs)."""
+    from tvtv.api import float_options
+    from tvtv.refinement import Options
+    given = float_options(solver, assume or None)
+    Options(**given)   # raises ValueError on an unknown solver or assumption
+    return given
+
+
 @app.command()
 def verify(before: Path = typer.Argument(..., help="the module before the pass (TVMScript)"),
            after: Path = typer.Argument(..., help="the module after the pass (TVMScript)"),
            fp: str = typer.Option("abstract", "--fp", help=FP_HELP),
            timeout: float = typer.Option(30.0, "--timeout", help=TIMEOUT_HELP),
+           solver: Optional[str] = typer.Option(None, "--solver", help=SOLVER_HELP),
+           assume: Optional[list[str]] = typer.Option(None, "--assume", help=ASSUME_HELP),
            json_path: Optional[Path] = typer.Option(None, "--json", help="write the JSON report here")) -> None:
     """Check that AFTER refines BEFORE, function by function."""
     def run() -> int:
         from tvtv.api import verify as api_verify
-        report = api_verify(before, after, fp=fp, timeout=timeout)
+        report = api_verify(before, after, fp=fp, timeout=timeout, **_float_options(solver, assume))
         for r in report.results:
             print_result(r)
         if json_path:
@@ -106,57 +124,164 @@ def verify(before: Path = typer.Argument(..., help="the module before the pass (
     _guard(run)
 
 
+def _print_per_pass(report: Report) -> None:
+    """For pipelines: how each pass fared over all cases."""
+    from tvtv.report import VERDICTS
+    rows: dict[str, dict[str, int]] = {}
+    for r in report.results:
+        counts = rows.setdefault(r.pass_name or "(pipeline)", {v: 0 for v in VERDICTS})
+        counts[r.verdict] += 1
+    table = Table(title="per pass", show_edge=False)
+    table.add_column("pass")
+    for v in VERDICTS:
+        table.add_column(v, justify="right")
+    for name, counts in rows.items():
+        table.add_row(name, *(str(counts[v]) for v in VERDICTS))
+    console.print(table)
+
+
+def _finalize(out: Path, report: Report, target: str, minimize: bool) -> None:
+    """`out/report.json`, then the report writer of `tvtv.reports` (HTML, grouping,
+    minimization, reproducers) if this tvtv has it."""
+    report.write_json(out / "report.json")
+    try:
+        import tvtv.reports as reports
+    except ImportError:
+        return
+    finalize = getattr(reports, "finalize", None)
+    if finalize is None:
+        return
+    try:
+        finalize(out, report, target, minimize)
+    except InputError:
+        raise
+    except Exception as err:   # the verdicts stand; say the reports are incomplete
+        print(f"tvtv: warning: writing the reports in {out} failed: {type(err).__name__}: "
+              f"{' '.join(str(err).split())}", file=sys.stderr)
+
+
 @app.command()
-def check(pass_name: str = typer.Option(..., "--pass", help="the pass to validate (see `tvtv passes`)"),
-          module: Optional[Path] = typer.Option(None, "--module", help="check on this TVMScript module"),
+def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass to validate (see `tvtv passes`)"),
+          pipeline: Optional[str] = typer.Option(None, "--pipeline",
+                                                 help="validate every pass of a pipeline: a name (zero, default, ...), "
+                                                      "a .py file defining `pipeline`, or a .json list of pass names"),
+          module: Optional[Path] = typer.Option(None, "--module", help="check on this TVMScript module, or on every *.py in this folder"),
           graphs: int = typer.Option(20, "--graphs", help="number of generated graphs"),
           seed: int = typer.Option(0, "--seed", help="seed of the generator"),
           generator: str = typer.Option("simple", "--generator", help="graph generator"),
           min_ops: int = typer.Option(10, "--min-ops"), max_ops: int = typer.Option(30, "--max-ops"),
           fp: str = typer.Option("abstract", "--fp", help=FP_HELP),
           timeout: float = typer.Option(30.0, "--timeout", help=TIMEOUT_HELP),
+          solver: Optional[str] = typer.Option(None, "--solver", help=SOLVER_HELP),
+          assume: Optional[list[str]] = typer.Option(None, "--assume", help=ASSUME_HELP),
+          jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes (each case is isolated: a crash or "
+                                   "hang is that case's unknown); 0 runs cases in this process, unprotected"),
+          case_timeout: Optional[float] = typer.Option(None, "--case-timeout",
+                                                       help=f"seconds per case, pass and checks together "
+                                                            f"({DEFAULT_CASE_TIMEOUT:g} by default with --jobs 1 or more)"),
+          db: Optional[Path] = typer.Option(None, "--db", help="SQLite file keeping each finished case "
+                                            "(OUT/run.sqlite by default with --out)"),
+          resume: bool = typer.Option(False, "--resume", help="continue the run stored in --db (same options): "
+                                      "finished cases are not run again"),
           json_path: Optional[Path] = typer.Option(None, "--json", help="write the JSON report here"),
-          out: Optional[Path] = typer.Option(None, "--out", help="save failing graphs (before/after) here")) -> None:
-    """Run a pass (after its prerequisites) on a module or on generated graphs and validate it."""
+          out: Optional[Path] = typer.Option(None, "--out", help="write report.json, counterexample cases "
+                                             "(cases/LABEL/before.py, after.py, inputs.npz) and reports here"),
+          minimize: bool = typer.Option(True, "--minimize/--no-minimize", help="minimize counterexamples in the --out reports")) -> None:
+    """Run a pass (after its prerequisites) or a pipeline on a module or on generated graphs and
+    validate it: one result per case (per pass application, for a pipeline)."""
     def run() -> int:
-        from tvtv import api, passes
-        from tvtv.ir import tvm_bridge
-        spec = passes.get(pass_name)
-        if spec.support != passes.VALIDATED:
-            err_console.print(f"tvtv: note: {spec.name}: {spec.support}; verdicts will be unknown "
-                              f"where its output cannot be encoded", markup=False)
-        report = Report()
+        from tvtv import passes, runner
+        if (pass_name is None) == (pipeline is None):
+            raise InputError("give exactly one of --pass NAME and --pipeline NAME|FILE")
+        config_fields: dict = {"fp": fp, "timeout": timeout, "float_options": _float_options(solver, assume)}
+        from tvtv.refinement import Options
+        Options(fp=fp, timeout=timeout, **config_fields["float_options"])   # bad values: exit 3 now
+        if pass_name is not None:
+            spec = passes.get(pass_name)
+            if not spec.support.startswith(passes.VALIDATED):
+                err_console.print(f"tvtv: note: {spec.name}: {spec.support}; verdicts will be unknown "
+                                  f"where its output cannot be encoded", markup=False)
+            config_fields["pass_name"] = spec.name
+            target = spec.name
+        else:
+            from tvtv import pipeline as pl
+            pl.load_pipeline(pipeline)   # bad names and files: exit 3 before anything runs
+            config_fields["pipeline"] = pipeline
+            config_fields["pipeline_id"] = pl.pipeline_identity(pipeline)
+            target = f"pipeline {pipeline}"
         if module is not None:
-            cases = [(module.stem, lambda: tvm_bridge.load_module(module))]
+            config = runner.RunConfig(module=str(module.resolve()), **config_fields)
+            cases = runner.module_cases(config, module)
         else:
             import generators
             if generator not in generators.GENERATORS:
                 raise InputError(f"unknown generator '{generator}' (known: {', '.join(generators.GENERATORS)})")
-            cases = [(f"graph{seed}_{k}", (lambda k=k: generators.generate_module(generator, seed, k, min_ops, max_ops)))
-                     for k in range(graphs)]
-        from rich.progress import Progress
-        with Progress(console=err_console, transient=True, disable=not sys.stderr.isatty()) as progress:
-            task = progress.add_task(f"checking {spec.name}", total=len(cases))
-            for label, make in cases:
-                start = time.perf_counter()
-                try:
-                    mod = make()
-                    sub = api.check_pass(spec.name, mod, fp=fp, timeout=timeout, label=label)
-                except InputError:
-                    raise
-                except Exception as err:  # a crash in one case never loses the others
-                    sub = Report([Result(label, spec.name, "unknown", time.perf_counter() - start,
-                                         f"internal error: {type(err).__name__}: {err}")])
-                for r in sub.results:
+            if graphs < 0 or not 0 < min_ops <= max_ops:
+                raise InputError("need --graphs >= 0 and 0 < --min-ops <= --max-ops")
+            config = runner.RunConfig(generator=generator, seed=seed, min_ops=min_ops, max_ops=max_ops,
+                                      **config_fields)
+            cases = runner.generated_cases(config, graphs)
+        timeout_per_case = case_timeout if case_timeout is not None else (DEFAULT_CASE_TIMEOUT if jobs >= 1 else None)
+        runner.check_run_options(jobs, timeout_per_case)
+        db_path = db if db is not None else (out / "run.sqlite" if out is not None else None)
+        if resume and db_path is None:
+            raise InputError("--resume needs the run's database: give --db PATH or --out DIR")
+        store = runner.ResultStore(db_path, config, resume) if db_path is not None else None
+        if store is not None and store.replaced:
+            err_console.print(f"tvtv: note: {db_path}: replacing the {store.replaced} stored case(s) of an "
+                              f"earlier run (use --resume to continue it)", markup=False)
+
+        report = Report()
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+            TimeRemainingColumn
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=err_console, transient=True,
+                      disable=not sys.stderr.isatty()) as progress:
+            finished = len(store.finished() & {c.key for c in cases}) if store is not None and resume else 0
+            if finished:
+                console.print(f"resuming {db_path}: {finished} of {len(cases)} cases already done", markup=False,
+                              soft_wrap=True)
+            task = progress.add_task(f"checking {target}", total=len(cases), completed=finished, counts="")
+
+            def on_result(case: runner.Case, results: list[Result]) -> None:
+                for r in results:
                     report.results.append(r)
                     if r.verdict != "proved" or module is not None:
                         print_result(r)
-                    if out is not None and r.verdict == "counterexample":
-                        out.mkdir(parents=True, exist_ok=True)
-                        tvm_bridge.save_module(mod, out / f"{label}.before.py")
                 if json_path:
                     report.write_json(json_path)
-                progress.advance(task)
+                s = report.summary()
+                progress.update(task, advance=1, counts=f"proved {s['proved']}  counterexample "
+                                f"{s['counterexample']}  unknown {s['unknown']}")
+
+            import signal
+
+            def interrupted(signum: int, frame: object) -> None:
+                raise KeyboardInterrupt   # SIGTERM as Ctrl-C: stop the workers, keep what is stored
+            previous = signal.signal(signal.SIGTERM, interrupted)
+            try:
+                outcome = runner.run(cases, config, jobs=jobs, case_timeout=timeout_per_case, store=store,
+                                     out=out, on_result=on_result)
+            except KeyboardInterrupt:
+                if store is not None:
+                    print(f"tvtv: interrupted: {store.count()} case(s) stored in {db_path}; continue with "
+                          f"--resume", file=sys.stderr)
+                raise typer.Exit(130)
+            except runner.WorkerStartError as err:
+                raise InputError(str(err)) from None
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+                if store is not None:
+                    store.close()
+        report = Report(outcome.results)
+        if json_path:
+            report.write_json(json_path)
+        if pipeline is not None and report.results:
+            _print_per_pass(report)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            _finalize(out, report, target, minimize)
         print_summary(report, json_path)
         return report.exit_code()
     _guard(run)

@@ -49,6 +49,13 @@ def from_json_scalar(v: Any) -> Any:
     return v
 
 
+def _from_json_array(v: Any) -> Any:
+    """Inverse of `json_array` up to dtype (scalars and nested lists of `json_scalar`s)."""
+    def walk(x: Any) -> Any:
+        return [walk(y) for y in x] if isinstance(x, list) else from_json_scalar(x)
+    return np.array(walk(v))
+
+
 @dataclass
 class Counterexample:
     """Concrete inputs on which the target does not refine the source.
@@ -65,6 +72,13 @@ class Counterexample:
     source_value: Any = None
     target_value: Any = None
     confirmed_ieee: bool | None = None
+    # how `Result.confirmed` was decided: "vm", "vm-random-inputs", "ieee-spec",
+    # "spec-vs-vm" or "none" (see tvtv/confirm.py); None when confirmation was not attempted
+    confirmed_by: str | None = None
+    # (source, target) values at the differing element as confirmation computed them
+    # (execution on the VM, or the IEEE evaluation of the specification): the solver's
+    # `source_value`/`target_value` are values of the abstraction and may differ from them
+    executed_values: tuple[Any, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,7 +89,27 @@ class Counterexample:
             "source_value": None if self.source_value is None else json_scalar(self.source_value),
             "target_value": None if self.target_value is None else json_scalar(self.target_value),
             "separates_in_ieee": self.confirmed_ieee,
+            "executed_values": None if self.executed_values is None else
+            [None if v is None else json_scalar(v) for v in self.executed_values],
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], inputs: dict[str, Any] | None = None) -> "Counterexample":
+        """The counterexample `to_dict` wrote. `inputs` (name -> numpy array, with its dtype)
+        is given separately: the JSON form of the inputs does not keep dtypes."""
+        def value(v: Any) -> Any:
+            return None if v is None else from_json_scalar(v)
+        cex = cls(kind=d["kind"], message=d["message"], inputs=dict(inputs or {}),
+                  output=d.get("output"),
+                  index=tuple(d["index"]) if d.get("index") is not None else None,
+                  source_value=value(d.get("source_value")), target_value=value(d.get("target_value")),
+                  confirmed_ieee=d.get("separates_in_ieee"))
+        # optional fields, restored when this version has them and the JSON holds them
+        if d.get("executed_values") is not None and hasattr(cex, "executed_values"):
+            cex.executed_values = tuple(value(v) for v in d["executed_values"])
+        if d.get("confirmed_by") is not None and hasattr(cex, "confirmed_by"):
+            cex.confirmed_by = d["confirmed_by"]
+        return cex
 
 
 @dataclass
@@ -109,7 +143,27 @@ class Result:
             d["inputs"] = {k: json_array(v) for k, v in self.counterexample.inputs.items()}
             d["counterexample"] = self.counterexample.to_dict()
             d["confirmed"] = self.confirmed
+            d["confirmed_by"] = self.counterexample.confirmed_by
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], inputs: dict[str, Any] | None = None) -> "Result":
+        """The result `to_dict` wrote. A counterexample's inputs come from `inputs` (exact
+        arrays) when given, else from the JSON (nested lists: float64/int64 arrays)."""
+        cex = None
+        if d.get("counterexample") is not None:
+            if inputs is None:
+                inputs = {k: _from_json_array(v) for k, v in (d.get("inputs") or {}).items()}
+            cex = Counterexample.from_dict(d["counterexample"], inputs)
+            cex.confirmed_by = d.get("confirmed_by")
+            ev = d["counterexample"].get("executed_values")
+            cex.executed_values = None if ev is None else tuple(
+                None if v is None else from_json_scalar(v) for v in ev)
+        return cls(name=d["name"], pass_name=d.get("pass"), verdict=d["verdict"],
+                   seconds=float(d.get("seconds") or 0.0), reason=d.get("reason"),
+                   counterexample=cex, fp_model=d.get("fp_model", "abstract"),
+                   levels=list(d.get("levels") or []), assumptions=list(d.get("assumptions") or []),
+                   confirmed=d.get("confirmed"))
 
     def summary_line(self) -> str:
         text = f"{self.name}: {self.verdict}"

@@ -16,6 +16,7 @@ from tvm import relax
 
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
+from tvtv.ir.tir_reader import read_prim_func
 
 # Attribute objects list their fields through dir(); these are methods, not fields.
 UNSUPPORTED_ATTR = "tvtv.unsupported"
@@ -119,6 +120,10 @@ class _Reader:
             return P.VarRef(self.var_ids[e])
         if isinstance(e, tvm.ir.GenericConst):
             ty = convert_type(e.ty)
+            if not hasattr(e.value, "numpy"):
+                # after CallTIRRewrite (the `default` pipeline), constants also carry dtypes and
+                # other runtime objects for the VM's builtins: not a tensor we can encode
+                raise Unsupported(f"constant of kind {type(e.value).__name__} ({e.value})")
             arr = e.value.numpy()
             dtype = ty.dtype if isinstance(ty, P.TensorType) else str(arr.dtype)
             return P.Const(np.asarray(arr), dtype)
@@ -223,5 +228,9 @@ def read_module(mod: tvm.ir.IRModule) -> P.Program:
                                              P.OpaqueType("unsupported"),
                                              {**attrs, UNSUPPORTED_ATTR: str(err)}, public)
         else:
-            prims[name] = P.PrimFuncInfo(name, int(tvm_ffi.structural_hash(fn)))
+            try:
+                tir, tir_error = read_prim_func(name, fn), None
+            except Unsupported as err:
+                tir, tir_error = None, str(err)
+            prims[name] = P.PrimFuncInfo(name, int(tvm_ffi.structural_hash(fn)), tir, tir_error)
     return P.Program(functions, prims)

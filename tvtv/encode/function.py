@@ -1,12 +1,18 @@
 """Encode a Relax function of a `Program` into SMT values, binding by binding.
 
-Calls of Relax functions (by GlobalVar, or of local closures) are inlined. `call_tir` is an
-uninterpreted function of its (bounded) input arrays, keyed by the PrimFunc's structural
-hash, so two structurally equal PrimFuncs are the same function whatever their names.
+Calls of Relax functions (by GlobalVar, or of local closures) are inlined. `call_tir` is
+encoded at the abstraction level's choice (mlir-tv's abstraction refinement, §6.3):
+- `tir="opaque"`: an uninterpreted function of its (bounded) input arrays, keyed by the
+  PrimFunc's structural hash, so two structurally equal PrimFuncs are the same function
+  whatever their names (proves FuseOps-style regrouping without looking inside);
+- `tir="body"`: the PrimFunc's body (`tvtv/encode/tir/`), as lambda and reduction terms.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Iterator, Sequence
 
 import numpy as np
 import z3
@@ -15,19 +21,88 @@ from tvtv.absfp.dtypes import check_supported
 from tvtv.encode import registry
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import INDEX, Tensor, idx
+from tvtv.encode.tir import encode_prim_func
 from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
 from tvtv.ir.relax_reader import UNSUPPORTED_ATTR
 
 MAX_INLINE_DEPTH = 32
+OPAQUE_NOTE = "call_tir opaque"
+
+
+@dataclass(frozen=True)
+class Abstraction:
+    """One rung of the abstraction ladder (mlir-tv §6.3), coarse to precise:
+    `tir`: "opaque" (call_tir as an uninterpreted function) or "body" (the PrimFunc's body);
+    `dot`: "uf" (a dot product as its own commutative function) or "sum" (sum of products);
+    `unroll`: small float sums unrolled into chains of additions (the loop's order)."""
+
+    tir: str = "body"
+    dot: str = "sum"
+    unroll: bool = False
+
+    def describe(self) -> list[str]:
+        out = [f"call_tir: {'opaque' if self.tir == 'opaque' else 'PrimFunc bodies'}",
+               f"dot: {'function' if self.dot == 'uf' else 'sum of products'}"]
+        if self.unroll:
+            out.append("small sums: unrolled")
+        return out
+
+
+LADDERS: dict[str, tuple[Abstraction, ...]] = {
+    # mlir-tv's lock-step order: opaque PrimFuncs and dot functions first, then bodies, then
+    # sums of products, then unrolled small sums
+    "auto": (Abstraction("opaque", "uf"), Abstraction("body", "uf"), Abstraction("body", "sum"),
+             Abstraction("body", "sum", unroll=True)),
+    "opaque": (Abstraction("opaque", "sum"),),
+    "body": (Abstraction("body", "uf"), Abstraction("body", "sum"),
+             Abstraction("body", "sum", unroll=True)),
+}
+
+
+def ladder(name: str) -> tuple[Abstraction, ...]:
+    if name not in LADDERS:
+        raise ValueError(f"unknown abstraction ladder {name!r} (choose from {', '.join(LADDERS)})")
+    return LADDERS[name]
+
+
+def worth_refining(level: Abstraction, nxt: Abstraction, notes: set[str]) -> bool:
+    """Does the next rung make precise something this rung's encoding abstracted?"""
+    from tvtv.encode.reduction import DOT_NOTE
+    return ((OPAQUE_NOTE in notes and level.tir == "opaque" and nxt.tir == "body")
+            or (DOT_NOTE in notes and level.dot == "uf" and nxt.dot == "sum")
+            or ("sum: uninterpreted" in notes and not level.unroll and nxt.unroll))
+
+
+def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
+    """Opaque call_tir can only prove a target whose PrimFuncs all occur in the source
+    (LegalizeOps, FuseTIR, FastMathTransform create new ones: start with bodies there)."""
+    have = {p.structural_hash for p in src.prim_funcs.values()}
+    return all(p.structural_hash in have for p in tgt.prim_funcs.values())
+
+
+_LEVEL: ContextVar[Abstraction] = ContextVar("tvtv_abstraction", default=Abstraction("opaque"))
+
+
+@contextmanager
+def abstraction_level(level: Abstraction) -> Iterator[None]:
+    """Encode with `level` inside the block (the refinement ladder sets it per rung)."""
+    token = _LEVEL.set(level)
+    try:
+        yield
+    finally:
+        _LEVEL.reset(token)
 
 
 class FunctionEncoder:
-    def __init__(self, program: P.Program, ctx: EncodeContext) -> None:
+    def __init__(self, program: P.Program, ctx: EncodeContext,
+                 abstraction: Abstraction | None = None) -> None:
         self.program = program
         self.ctx = ctx
         self.depth = 0
+        self.abstraction = abstraction or _LEVEL.get()
+        ctx.abstraction = self.abstraction   # read by reductions (dot, unrolling)
 
     # -- functions ---------------------------------------------------------------------------
     def call(self, fn: P.Function, args: Sequence[Value], env: dict | None = None) -> Value:
@@ -131,11 +206,24 @@ class FunctionEncoder:
         return merge(cond, then_v, else_v)
 
     def call_tir(self, e: P.CallTIR, args: list[Value]) -> Value:
-        """An opaque PrimFunc: output field k is UF_{hash,k}(bounded inputs..., index)."""
-        self.ctx.notes.add("call_tir opaque")
+        """The PrimFunc's outputs: its body's encoding, or (opaque level) output field k is
+        UF_{hash,k}(bounded inputs..., index)."""
         tensors = [as_tensor(a, f"argument of call_tir {e.prim}") for a in args]
-        bounded = [t.materialized(self.ctx.dom(t.dtype).zero()) for t in tensors]
         out_types = e.ty.fields if isinstance(e.ty, P.TupleType) else (e.ty,)
+        if self.abstraction.tir == "body":
+            info = self.program.prim_funcs.get(e.prim)
+            if info is None:
+                raise Unsupported(f"call_tir of unknown PrimFunc {e.prim}")
+            if info.tir is None:
+                raise Unsupported(info.tir_error or f"PrimFunc {e.prim} could not be read")
+            outs = encode_prim_func(self.ctx, info.tir, tensors, len(out_types))
+            for t, ty in zip(outs, out_types):
+                if not isinstance(ty, P.TensorType) or t.shape != ty.shape or t.dtype != ty.dtype:
+                    raise Unsupported(f"call_tir {e.prim}: output type {ty} for buffer "
+                                      f"{t.shape} {t.dtype}")
+            return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
+        self.ctx.notes.add(OPAQUE_NOTE)
+        bounded = [t.materialized(self.ctx.dom(t.dtype).zero()) for t in tensors]
         outs = []
         for k, ty in enumerate(out_types):
             if not isinstance(ty, P.TensorType):

@@ -30,6 +30,9 @@ FOLD_BOUND = 64
 # one lambda-built array. (Z3 decides FP terms under a UF of a lambda array poorly: in the
 # IEEE model such queries time out even for one output, while scalar arguments are fast.)
 ARGS_BOUND = 32
+# Sums of at most this many terms are unrolled at the last abstraction level (mlir-tv: 10).
+UNROLL_BOUND = 10
+UNROLL_NOTE = "small sums unrolled (index order)"
 
 
 def uf_of_terms(ctx: EncodeContext, name: str, dtype: str, n: int, elem: Elem, fill: z3.ExprRef,
@@ -96,6 +99,15 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
         return uf_of_terms(ctx, "sum", dtype, n, elem, dom.zero(), dom.sort)
     if n == 1:
         return dom.add(dom.const(0.0), elem(idx(0)))   # +0.0 + x: only -0.0 changes
+    level = getattr(ctx, "abstraction", None)
+    if level is not None and level.unroll and n <= UNROLL_BOUND:
+        # last rung of the ladder: the sum in index order, +0.0 + x_0 + ... + x_{n-1} (one
+        # of the orders the op allows; TIR's loops use exactly this one)
+        ctx.notes.add(UNROLL_NOTE)
+        acc = dom.const(0.0)
+        for k in range(n):
+            acc = dom.add(acc, elem(idx(k)))
+        return acc
     ctx.notes.add("sum: uninterpreted")
     general = uf_of_terms(ctx, "sum", dtype, n, elem, dom.const(-0.0), dom.sort)
     return _float_specials(ctx, dtype, n, elem, general, "sum")
@@ -154,7 +166,49 @@ def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
     return best_i
 
 
+DOT_NOTE = "dot: uninterpreted function"
+
+
 def dot(ctx: EncodeContext, dtype: str, n: int, a: Elem, b: Elem) -> z3.ExprRef:
-    """Sum of products a_k * b_k (the sum's order unspecified, as in `reduce_sum`)."""
+    """Sum of products a_k * b_k (the sum's order unspecified, as in `reduce_sum`).
+
+    At the coarsest abstraction level (mlir-tv §6.3, `Abstraction.dot == "uf"`) a float dot
+    product is its own uninterpreted function of the two term arrays, unrelated to sums:
+    cheap, and enough whenever source and target compute the same dot products."""
     dom = ctx.dom(dtype)
+    level = getattr(ctx, "abstraction", None)
+    if level is not None and level.dot == "uf" and is_float(dtype) and n > 1:
+        ctx.notes.add(DOT_NOTE)
+        fill = dom.const(0.0)
+        arr_a = term_array(ctx, dtype, n, a, fill)
+        arr_b = term_array(ctx, dtype, n, b, fill)
+        return ctx.uf(f"dot_{dtype}_{n}", arr_a.sort(), arr_b.sort(), dom.sort)(arr_a, arr_b)
     return reduce_sum(ctx, dtype, n, lambda r: dom.mul(a(r), b(r)))
+
+
+def tir_reduce(ctx: EncodeContext, op: str, dtype: str, init: z3.ExprRef, n: int, elem: Elem,
+               step: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef]) -> z3.ExprRef:
+    """A TIR reduction block: `acc = init; for r in 0..n-1: acc = step(acc, elem(r))`.
+
+    A float sum from +0.0 is `reduce_sum` and a float product from 1.0 is `reduce_prod`:
+    the loop's order is one of the orders those leave open, so the Relax op and its loop
+    nest are the same term. Any other reduction is the exact left fold for n ≤ FOLD_BOUND
+    and an uninterpreted function of (init, terms) beyond (sound, not precise).
+    """
+    dom = ctx.dom(dtype)
+    if n == 0:
+        return init
+    if is_float(dtype) and op == "add" and z3.eq(init, dom.const(0.0)):
+        return reduce_sum(ctx, dtype, n, elem)
+    if is_float(dtype) and op == "mul" and z3.eq(init, dom.const(1.0)):
+        return reduce_prod(ctx, dtype, n, elem)
+    if not is_float(dtype) and op in ("add", "mul") and z3.eq(init, dom.const(0 if op == "add" else 1)):
+        return (reduce_sum if op == "add" else reduce_prod)(ctx, dtype, n, elem)
+    if n <= FOLD_BOUND:
+        acc = init
+        for k in range(n):
+            acc = step(acc, elem(idx(k)))
+        return acc
+    ctx.notes.add(f"tir {op} reduction: uninterpreted")
+    arr = term_array(ctx, dtype, n, elem, init)
+    return ctx.uf(f"tir_{op}_{dtype}_{n}", dom.sort, arr.sort(), dom.sort)(init, arr)

@@ -188,8 +188,13 @@ class Function:
 
 @dataclass(frozen=True)
 class PrimFuncInfo:
+    """A PrimFunc: its structural hash, and its body in tvtv's TIR picture (`tvtv.ir.tir`)
+    or why it could not be read (`tir_error`)."""
+
     name: str
     structural_hash: int
+    tir: Any = None
+    tir_error: str | None = None
 
 
 @dataclass

@@ -1,0 +1,825 @@
+"""Encode a TIR PrimFunc body into the encoder's vocabulary: lambda-built tensors and
+reductions (mlir-tv §5.2, loops of linalg carried to TIR's SBlocks).
+
+A buffer's value is a `Tensor` (an SMT array over the flat row-major index). Statements run
+in order; a block nested in loops is one *bulk write*: its store `buf[v0, .., vk] = e` under
+loop ranges writes the box of the loop ranges, so the buffer becomes
+`Lambda i. i in box ? e[v := unravel(i)] : old[i]` (no `If` when the box is the whole buffer).
+A reduction block (iter vars of kind "R", an init statement, a body
+`buf[I] = combine(buf[I], term)`) becomes `reduction.tir_reduce` of the init value and the
+terms over the reduction loops' domain, the same terms and reduction functions the Relax
+encoders build, so a Relax op and its legalization meet in one vocabulary.
+
+Semantics (TVM's CPU code, see `intrinsics.py`): out-of-bounds loads and stores are UB; a
+buffer element never written holds an arbitrary value (a fresh array per buffer), so a loop
+that misses an output element gives a target that may differ from the source there;
+`T.if_then_else` evaluates only the taken branch, `T.Select` both.
+
+Supported shape of blocks: iter values that are loop variables (or constants), store indices
+that are distinct loop/iter variables or constants, a true predicate, a single store per block
+(plus the init). Everything else raises `Unsupported` naming the PrimFunc and block.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence, Union
+
+import numpy as np
+import z3
+
+from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_bool, is_float, is_int, numpy_dtype
+from tvtv.encode import reduction
+from tvtv.encode.context import EncodeContext
+from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, ravel, unravel
+from tvtv.encode.tir import index as IX
+from tvtv.encode.tir import intrinsics
+from tvtv.errors import Unsupported
+from tvtv.ir import tir as T
+
+_undef_counter = itertools.count()
+# Largest number of known constant cases a float value is tracked with (see `Sc.cases`).
+CASES_BOUND = 16
+
+
+@dataclass(frozen=True)
+class Sc:
+    """A data scalar: an element of the float model's (or int/bool) domain of `dtype`."""
+
+    term: z3.ExprRef
+    dtype: str
+    # a float known to be one of a few constants: (condition, value) pairs covering all
+    # cases, so arithmetic on such values (adaptive pooling's divisors: Cast(int) * Cast(int))
+    # is folded exactly instead of going through the float model's uninterpreted functions
+    cases: tuple[tuple[z3.BoolRef, float], ...] | None = None
+
+
+Val = Union[IX.Ix, Sc]
+Reader = Callable[[list[IX.Ix]], z3.ExprRef]
+
+
+def _readers(ctx: EncodeContext) -> dict[tuple[int, tuple[int, ...]], tuple[z3.ArrayRef, Reader]]:
+    """Readers of the tensors PrimFuncs produced on this side, by the array's AST id, so a
+    PrimFunc that consumes another's output inlines its body exactly as a fused PrimFunc
+    inlines its intermediate buffer (FuseTIR's source and target then build equal terms).
+    Keyed by (array id, shape); the entry keeps the array alive, so the id is not reused."""
+    table = getattr(ctx, "tir_readers", None)
+    if table is None:
+        table = {}
+        ctx.tir_readers = table
+    return table
+
+
+def _array_reader(t: Tensor) -> Reader:
+    return lambda ix: t.at(ravel([v.const if v.const is not None else v.term for v in ix],
+                                 t.shape)) if t.shape else t.at(0)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A loop `for var in [lo, lo + extent)`. A loop whose extent depends on enclosing
+    loops (adaptive pooling's windows) has `dyn` = that extent expression and `extent` =
+    its largest value; a reduction over it is split into one reduction per extent value."""
+
+    var: str
+    lo: int
+    extent: int
+    dyn: "T.Expr | None" = None
+    values: tuple[int, ...] = ()      # the extents `dyn` takes (exactly), when dynamic
+
+
+class PrimFuncEncoder:
+    def __init__(self, ctx: EncodeContext, pf: T.PrimFunc) -> None:
+        self.ctx = ctx
+        self.pf = pf
+        self.where = pf.name
+        self.buffers: dict[str, T.Buffer] = {b.id: b for b in pf.params}
+        self.state: dict[str, Tensor] = {}
+        # element of a buffer at a multi-index: the producer's body, inlined at each load
+        self.readers: dict[str, Reader] = {}
+        self.guards: list[z3.BoolRef] = []
+        self.memo: dict[tuple, tuple[z3.ExprRef, tuple]] = {}
+        # iter vars of enclosing blocks that only scope other loops and blocks, by id
+        self.aliases: dict[str, Loop | int] = {}
+        # an enclosing scope block's init and reduction loops, for the block inside it
+        self.pending_init: tuple[T.Store, list[Loop], dict[str, Loop | int]] | None = None
+        # accumulators of a multi-buffer reduction step: buffer -> (indices, current value)
+        self.acc_override: dict[str, tuple[tuple[T.Expr, ...], z3.ExprRef]] = {}
+
+    # -- entry -----------------------------------------------------------------------------------
+    def run(self, inputs: Sequence[Tensor], n_outputs: int) -> list[Tensor]:
+        """Outputs of the PrimFunc called in destination-passing style on `inputs`."""
+        params = self.pf.params
+        if len(inputs) + n_outputs != len(params):
+            raise Unsupported(f"call_tir of {self.pf.name} with {len(inputs)} inputs and "
+                              f"{n_outputs} outputs for {len(params)} buffer parameters")
+        for buf, t in zip(params, inputs):
+            if tuple(buf.shape) != tuple(t.shape) or buf.dtype != t.dtype:
+                raise Unsupported(f"call_tir of {self.pf.name}: argument {t.shape} {t.dtype} for "
+                                  f"buffer {buf.name} {buf.shape} {buf.dtype}")
+            self.state[buf.id] = t
+            known = _readers(self.ctx).get((t.arr.get_id(), tuple(t.shape)))
+            self.readers[buf.id] = known[1] if known is not None and z3.eq(known[0], t.arr) \
+                else _array_reader(t)
+        outs = params[len(inputs):]
+        for buf in outs:
+            self.set_undefined(buf)
+        self.stmt(self.pf.body, [])
+        results = [self.state[b.id] for b in outs]
+        for b, t in zip(outs, results):
+            # keyed by shape too: a reshape or squeeze that keeps the flat layout builds the
+            # *same* array as its input, but its reader takes a multi-index of another rank
+            _readers(self.ctx)[(t.arr.get_id(), tuple(t.shape))] = (t.arr, self.readers[b.id])
+        return results
+
+    def set_undefined(self, buf: T.Buffer) -> None:
+        t = self.undefined(buf)
+        self.state[buf.id] = t
+        self.readers[buf.id] = _array_reader(t)
+
+    def undefined(self, buf: T.Buffer) -> Tensor:
+        """A buffer before any store: arbitrary contents (fresh per buffer and call)."""
+        check_supported(buf.dtype, f"buffer {buf.name} of {self.pf.name}")
+        sort = self.ctx.dom(buf.dtype).sort
+        name = f"tir_undef_{self.ctx.side}_{buf.name}_{next(_undef_counter)}"
+        return Tensor(buf.shape, buf.dtype, z3.Array(name, INDEX, sort))
+
+    def fail(self, what: str) -> Unsupported:
+        return Unsupported(f"TIR {what} in PrimFunc {self.where}")
+
+    # -- UB --------------------------------------------------------------------------------------
+    @contextmanager
+    def guard(self, cond: z3.BoolRef) -> Iterator[None]:
+        self.guards.append(cond)
+        try:
+            yield
+        finally:
+            self.guards.pop()
+
+    def ub(self, cond: z3.BoolRef, why: str) -> None:
+        if z3.is_false(cond):
+            return
+        self.ctx.add_ub(z3.And(*self.guards, cond) if self.guards else cond,
+                        f"{why} in PrimFunc {self.where}")
+
+    # -- statements ------------------------------------------------------------------------------
+    def stmt(self, s: T.Stmt, loops: list[Loop]) -> None:
+        if isinstance(s, T.Seq):
+            for x in s.stmts:
+                self.stmt(x, loops)
+        elif isinstance(s, T.For):
+            lo = self.static_int(s.min, "loop start")
+            ext = self.expr(s.extent, self.range_env(loops))
+            if not isinstance(ext, IX.Ix):
+                raise self.fail("loop extent that is not an integer")
+            if ext.const is not None:
+                if ext.const > 0:
+                    self.stmt(s.body, loops + [Loop(s.var.id, lo, ext.const)])
+            else:
+                values = self.extent_values(s.extent, loops)
+                if max(values) > 0:
+                    self.stmt(s.body, loops + [Loop(s.var.id, lo, max(values), s.extent, values)])
+        elif isinstance(s, T.Block):
+            self.block(s, loops)
+        elif isinstance(s, T.Store):
+            self.write(s, None, loops, {}, [])
+        elif isinstance(s, T.Nop):
+            pass
+        else:
+            raise self.fail(f"statement {type(s).__name__}")
+
+    def adopt_init(self, store: T.Store, red: list[Loop], binding: dict[str, Loop | int]) -> T.Store:
+        """The enclosing scope block's init, as the init of `store` (which must accumulate
+        into the same element, over all of the scope's reduction loops)."""
+        assert self.pending_init is not None
+        init, outer_red, outer_binding = self.pending_init
+
+        def resolve(e: T.Expr, b: dict[str, Loop | int]) -> object:
+            if isinstance(e, T.Var) and e.id in b:
+                x = b[e.id]
+                return x.var if isinstance(x, Loop) else x
+            if isinstance(e, T.IntImm):
+                return e.value
+            return None
+
+        same = init.buffer == store.buffer and len(init.indices) == len(store.indices) and all(
+            resolve(a, outer_binding) is not None and resolve(a, outer_binding) == resolve(b, binding)
+            for a, b in zip(init.indices, store.indices))
+        if not same or not {lp.var for lp in outer_red} <= {lp.var for lp in red}:
+            raise self.fail("a block inside a reduction that does not accumulate into its element")
+        self.pending_init = None
+        return T.Store(store.buffer, store.indices, init.value)
+
+    def range_env(self, loops: list[Loop]) -> dict[str, Val]:
+        """Loop variables (and scope-block iter vars) as symbolic values with their ranges:
+        evaluating an expression there gives its range over all iterations."""
+        env: dict[str, Val] = {}
+        for lp in loops:
+            hi = lp.lo + lp.extent - 1
+            env[lp.var] = IX.constant(lp.lo) if hi == lp.lo else \
+                IX.Ix(z3.BitVec(f"tir_range_{lp.var}", INDEX_BITS), lp.lo, hi)
+        for var, b in self.aliases.items():
+            if isinstance(b, Loop):
+                if b.var in env:
+                    env[var] = env[b.var]
+            else:
+                env[var] = IX.constant(b)
+        return env
+
+    def extent_values(self, e: T.Expr, loops: list[Loop]) -> tuple[int, ...]:
+        """Every value of loop extent `e` over the iterations of the enclosing loops it
+        depends on (enumerated: there are few in pooling windows)."""
+        names = _var_ids(e)
+        by_var = {lp.var: lp for lp in loops}
+        deps: dict[str, Loop] = {}
+        for name in names:
+            b = self.aliases.get(name, by_var.get(name))
+            if isinstance(b, Loop):
+                deps[name] = b
+        combos = math.prod(lp.extent for lp in deps.values())
+        if combos > 4096:
+            raise self.fail(f"loop extent depending on {combos} iterations")
+        base = self.range_env(loops)
+        values: set[int] = set()
+        for point in itertools.product(*[range(lp.lo, lp.lo + lp.extent) for lp in deps.values()]):
+            env = dict(base)
+            for name, v in zip(deps, point):
+                env[name] = IX.constant(v)
+                env[deps[name].var] = IX.constant(v)
+            x = self.expr(e, env)
+            if not isinstance(x, IX.Ix) or x.const is None:
+                raise self.fail(f"loop extent {e} that is not an integer function of the loops")
+            values.add(max(x.const, 0))
+        return tuple(sorted(values))
+
+    def static_int(self, e: T.Expr, what: str) -> int:
+        v = self.expr(e, {})
+        if not isinstance(v, IX.Ix) or v.const is None:
+            raise self.fail(f"non-constant {what}")
+        return v.const
+
+    def block(self, b: T.Block, loops: list[Loop]) -> None:
+        outer = self.where
+        self.where = f"{self.pf.name}, block {b.name!r}"
+        try:
+            pred = self.expr(b.predicate, {})
+            if not (isinstance(pred, Sc) and z3.is_true(pred.term)):
+                raise self.fail("block predicate")
+            for buf in b.alloc:
+                self.buffers[buf.id] = buf
+                self.set_undefined(buf)
+            if not b.iter_vars:
+                if b.init is not None:
+                    raise self.fail("init in a block without iter vars")
+                self.stmt(b.body, loops)
+                return
+            by_var = {lp.var: lp for lp in loops}
+            binding: dict[str, Loop | int] = {}
+            red: list[Loop] = []
+            for iv, value in zip(b.iter_vars, b.iter_values):
+                if isinstance(value, T.Var) and value.id in by_var:
+                    binding[iv.var.id] = by_var[value.id]
+                    if iv.kind == "R":
+                        red.append(by_var[value.id])
+                elif isinstance(value, T.IntImm):
+                    binding[iv.var.id] = value.value
+                elif isinstance(value, T.Var) and value.id in self.aliases:
+                    binding[iv.var.id] = self.aliases[value.id]
+                    if iv.kind == "R" and isinstance(self.aliases[value.id], Loop):
+                        red.append(self.aliases[value.id])   # type: ignore[arg-type]
+                else:
+                    raise self.fail(f"iter var {iv.var.id.split('%')[0]} bound to an expression")
+            if len({lp.var for lp in red}) != len(red):
+                raise self.fail("a loop bound to two reduction iter vars")
+            stores = _stores_of(b.body)
+            if stores is None:
+                # a block that only scopes loops and blocks (adaptive pooling's outer block):
+                # its iter vars name the enclosing loops for the blocks inside. With an init
+                # and reduction iter vars, the one block inside accumulates onto that init
+                # over the outer and its own reduction loops: one reduction over both.
+                pending = None
+                if b.init is not None or red:
+                    inits = None if b.init is None else _stores_of(b.init)
+                    if inits is None or len(inits) != 1 or not red:
+                        raise self.fail(f"reduction block whose body is {type(b.body).__name__}")
+                    pending = (inits[0], list(red), {**self.aliases, **binding})
+                saved, saved_pending = dict(self.aliases), self.pending_init
+                self.aliases.update(binding)
+                self.pending_init = pending
+                try:
+                    self.stmt(b.body, loops)
+                    if pending is not None and self.pending_init is not None:
+                        raise self.fail("reduction init without a block accumulating onto it")
+                finally:
+                    self.aliases, self.pending_init = saved, saved_pending
+                return
+            inits = None if b.init is None else _stores_of(b.init)
+            if b.init is not None and (inits is None or len(inits) != len(stores)):
+                raise self.fail(f"init {type(b.init).__name__} that does not match the body's stores")
+            if not red and b.init is not None:
+                raise self.fail("init in a block without reduction iter vars")
+            binding = {**self.aliases, **binding}
+            if self.pending_init is not None and inits is None and len(stores) == 1:
+                inits = [self.adopt_init(stores[0], red, binding)]
+            if len(stores) == 1:
+                self.write(stores[0], None if inits is None else inits[0], loops, binding, red)
+            elif red and inits is not None:
+                self.write_joint(stores, inits, loops, binding, red)
+            else:
+                written = {st.buffer for st in stores}
+                if any(_mentions(st.value, w) for st in stores for w in written):
+                    raise self.fail("several stores that read each other's buffers")
+                for st in stores:
+                    self.write(st, None, loops, binding, red)
+        finally:
+            self.where = outer
+
+    # -- bulk writes -----------------------------------------------------------------------------
+    def write(self, store: T.Store, init: T.Store | None, loops: list[Loop],
+              binding: dict[str, Loop | int], red: list[Loop],
+              value_fn: Callable[[dict[str, Val], list[IX.Ix]], z3.ExprRef] | None = None) -> None:
+        """Run `store` under `loops` as one update of its buffer (see the module docstring).
+        `value_fn(env, ix)`, when given, computes the stored element instead of the store's
+        value (a multi-buffer reduction computes all its accumulators at once)."""
+        if store.buffer not in self.state:
+            raise self.fail(f"store to unknown buffer {store.buffer}")
+        buf = self.buffers[store.buffer]
+        old = self.state[store.buffer]
+        by_var = {lp.var: lp for lp in loops}
+        dims: list[Loop | int] = []
+        for k, e in enumerate(store.indices):
+            if isinstance(e, T.Var) and e.id in binding:
+                dims.append(binding[e.id])
+            elif isinstance(e, T.Var) and e.id in by_var:
+                dims.append(by_var[e.id])
+            elif isinstance(e, T.IntImm):
+                dims.append(e.value)
+            else:
+                raise self.fail(f"store index {k} of {buf.name} that is not a loop variable")
+        used = [d.var for d in dims if isinstance(d, Loop)]
+        if len(set(used)) != len(used):
+            raise self.fail(f"store to {buf.name} with a repeated index variable")
+        red_vars = {lp.var for lp in red}
+        if set(used) & red_vars:
+            raise self.fail(f"store to {buf.name} indexed by a reduction variable")
+        for lp in loops:
+            if lp.var not in used and lp.var not in red_vars and lp.extent > 1:
+                raise self.fail(f"loop {lp.var.split('%')[0]} rewrites {buf.name} "
+                                f"{lp.extent} times")
+        if len(dims) != len(buf.shape):
+            raise self.fail(f"store to {buf.name} with {len(dims)} indices")
+        # static bounds of the written box
+        for d, (dim, size) in enumerate(zip(dims, buf.shape)):
+            lo, hi = (dim.lo, dim.lo + dim.extent - 1) if isinstance(dim, Loop) else (dim, dim)
+            if lo < 0 or hi >= size:
+                self.ub(z3.BoolVal(True), f"store to {buf.name} out of bounds in dimension {d} "
+                        f"([{lo}, {hi}] for size {size})")
+        if init is not None and (init.buffer != store.buffer or init.indices != store.indices):
+            raise self.fail("init that stores elsewhere than the reduction")
+        shape = buf.shape
+        constant_loops = [lp for lp in loops if lp.var not in used and lp.var not in red_vars]
+        old_reader = self.readers[store.buffer]
+
+        def element(ix: list[IX.Ix]) -> z3.ExprRef:
+            """The buffer's new element at multi-index `ix` (each within its dimension)."""
+            env: dict[str, Val] = {}
+            conds: list[z3.BoolRef] = []
+            for d, (dim, size) in enumerate(zip(dims, shape)):
+                v = ix[d]
+                if isinstance(dim, Loop):
+                    lo, hi = max(dim.lo, 0), min(dim.lo + dim.extent, size) - 1
+                    if hi < lo:
+                        return old_reader(ix)
+                    if v.lo < lo:
+                        conds.append(IX.le(IX.constant(lo), v))
+                    if v.hi > hi:
+                        conds.append(IX.le(v, IX.constant(hi)))
+                    env[dim.var] = IX.Ix(v.term, max(v.lo, lo), min(v.hi, hi)) \
+                        if max(v.lo, lo) != min(v.hi, hi) else IX.constant(max(v.lo, lo))
+                else:
+                    if not 0 <= dim < size:
+                        return old_reader(ix)
+                    if v.lo != v.hi or v.const != dim:
+                        conds.append(IX.eq(v, IX.constant(dim)))
+            for lp in constant_loops:
+                env[lp.var] = IX.constant(lp.lo)
+            for var, b in binding.items():
+                if isinstance(b, Loop):
+                    if b.var in env:
+                        env[var] = env[b.var]
+                else:
+                    env[var] = IX.constant(b)
+            guard = z3.simplify(z3.And(*conds)) if conds else z3.BoolVal(True)
+            if z3.is_false(guard):
+                return old_reader(ix)
+            with self.guard(guard):
+                if value_fn is not None:
+                    value = value_fn(env, ix)
+                elif red:
+                    value = self.reduce(store, init, env, binding, red, old_reader, ix, buf)
+                else:
+                    value = self.scalar(self.expr(store.value, env), buf.dtype)
+            return value if z3.is_true(guard) else z3.If(guard, value, old_reader(ix))
+
+        def flat(i: z3.BitVecRef) -> z3.ExprRef:
+            parts = unravel(i, shape) if shape else []
+            return element([IX.Ix(t, 0, size - 1) if size > 1 else IX.constant(0)
+                            for t, size in zip(parts, shape)])
+
+        self.state[store.buffer] = Tensor.from_flat(shape, buf.dtype, flat)
+        self.readers[store.buffer] = element
+
+    def write_joint(self, stores: list[T.Store], inits: list[T.Store], loops: list[Loop],
+                    binding: dict[str, Loop | int], red: list[Loop]) -> None:
+        """A reduction block with several accumulators (argmax/argmin: index and value),
+        all stored at the same indices: the exact left fold of the simultaneous update
+        (every store's value reads the accumulators before the step), for at most
+        `reduction.FOLD_BOUND` steps."""
+        if any(lp.dyn is not None for lp in red):
+            raise self.fail("multi-buffer reduction over a loop of varying extent")
+        n = math.prod(lp.extent for lp in red)
+        if n > reduction.FOLD_BOUND:
+            raise self.fail(f"multi-buffer reduction of {n} steps (at most "
+                            f"{reduction.FOLD_BOUND} are unrolled)")
+        for st, it in zip(stores, inits):
+            if it.buffer != st.buffer or it.indices != st.indices or st.indices != stores[0].indices:
+                raise self.fail("multi-buffer reduction whose stores use different indices")
+        if len({st.buffer for st in stores}) != len(stores):
+            raise self.fail("multi-buffer reduction storing one buffer twice")
+        red_vars = [var for var, b in binding.items() if isinstance(b, Loop) and b in red]
+        cache: dict[tuple, tuple[list[z3.ExprRef], tuple]] = {}
+
+        def fold(env: dict[str, Val], ix: list[IX.Ix]) -> list[z3.ExprRef]:
+            key = (tuple(v.term.get_id() for v in ix), tuple(g.get_id() for g in self.guards))
+            if key in cache:
+                return cache[key][0]
+            accs = [self.scalar(self.expr(it.value, env), self.buffers[it.buffer].dtype)
+                    for it in inits]
+            for k in range(n):
+                env2 = dict(env)
+                for lp, digit in zip(red, np.unravel_index(k, [lp.extent for lp in red])):
+                    env2[lp.var] = IX.constant(lp.lo + int(digit))
+                for var in red_vars:
+                    env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
+                saved = self.acc_override
+                self.acc_override = {st.buffer: (st.indices, a) for st, a in zip(stores, accs)}
+                try:
+                    accs = [self.scalar(self.expr(st.value, env2), self.buffers[st.buffer].dtype)
+                            for st in stores]
+                finally:
+                    self.acc_override = saved
+            cache[key] = (accs, (tuple(v.term for v in ix), tuple(self.guards)))
+            return accs
+
+        for j, st in enumerate(stores):
+            self.write(st, None, loops, binding, red,
+                       value_fn=lambda env, ix, j=j: fold(env, ix)[j])
+
+    def reduce(self, store: T.Store, init: T.Store | None, env: dict[str, Val],
+               binding: dict[str, Loop | int], red: list[Loop], old_reader: Reader,
+               ix: list[IX.Ix], buf: T.Buffer) -> z3.ExprRef:
+        v = store.value
+        acc = T.Load(store.buffer, store.indices, buf.dtype)
+        if isinstance(v, T.Binary) and v.a == acc:
+            op, term, acc_first = v.op, v.b, True
+        elif isinstance(v, T.Binary) and v.b == acc:
+            op, term, acc_first = v.op, v.a, False
+        else:
+            raise self.fail(f"reduction update of {buf.name} that is not combine(acc, term)")
+        if _mentions(term, store.buffer):
+            raise self.fail(f"reduction term that reads its own accumulator {buf.name}")
+        start = self.scalar(self.expr(init.value, env), buf.dtype) if init is not None \
+            else old_reader(ix)
+        dynamic = [lp for lp in red if lp.dyn is not None]
+        if not dynamic:
+            return self.reduce_static(op, term, acc_first, start, env, binding, red, buf)
+        # extents that depend on the output index: one reduction per combination of extent
+        # values, each over exactly its own terms (as the Relax encoders build them)
+        exts = [self.expr(lp.dyn, env) for lp in dynamic]   # type: ignore[arg-type]
+        for e in exts:
+            if not isinstance(e, IX.Ix):
+                raise self.fail("loop extent that is not an integer")
+        choices = [[v for v in lp.values if e.lo <= v <= e.hi] or [lp.values[-1]]   # type: ignore[union-attr]
+                   for lp, e in zip(dynamic, exts)]
+        combos = list(itertools.product(*choices))
+        if len(combos) > 16:
+            raise self.fail(f"reduction with {len(combos)} combinations of loop extents")
+        result: z3.ExprRef | None = None
+        for combo in reversed(combos):
+            sizes = dict(zip([lp.var for lp in dynamic], combo))
+            fixed = [Loop(lp.var, lp.lo, sizes[lp.var]) if lp.var in sizes else lp for lp in red]
+            binding2 = {var: (fixed[red.index(b)] if isinstance(b, Loop) and b in red else b)
+                        for var, b in binding.items()}
+            cond = z3.simplify(z3.And(*[IX.eq(e, IX.constant(c)) for e, c in zip(exts, combo)]))
+            with self.guard(cond):   # UB (out-of-bounds taps) only where this extent holds
+                value = self.reduce_static(op, term, acc_first, start, env, binding2,
+                                           [lp for lp in fixed if lp.extent > 0], buf) \
+                    if all(lp.extent > 0 for lp in fixed) else start
+            result = value if result is None else z3.If(cond, value, result)
+        assert result is not None
+        return result
+
+    def reduce_static(self, op: str, term: T.Expr, acc_first: bool, start: z3.ExprRef,
+                      env: dict[str, Val], binding: dict[str, Loop | int], red: list[Loop],
+                      buf: T.Buffer) -> z3.ExprRef:
+        """`start` combined by `op` with `term` over the reduction loops `red`."""
+        red_shape = [lp.extent for lp in red]
+        n = math.prod(red_shape)
+        red_vars = [var for var, b in binding.items() if isinstance(b, Loop) and b in red]
+
+        def red_env(r: z3.BitVecRef) -> dict[str, Val]:
+            parts = unravel(r, red_shape) if len(red_shape) > 1 else [r]
+            env2 = dict(env)
+            for lp, t in zip(red, parts):
+                ext_hi = lp.lo + lp.extent - 1
+                base = IX.Ix(t, 0, lp.extent - 1) if lp.extent > 1 else IX.constant(0)
+                env2[lp.var] = IX.add(base, IX.constant(lp.lo)) if lp.lo else base
+                assert env2[lp.var].hi <= ext_hi
+            for var in red_vars:
+                env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
+            return env2
+
+        def elem(r: z3.BitVecRef) -> z3.ExprRef:
+            return self.scalar(self.expr(term, red_env(r)), buf.dtype)
+
+        if (op == "add" and isinstance(term, T.Binary) and term.op == "mul"
+                and z3.eq(start, self.ctx.dom(buf.dtype).const(0.0 if is_float(buf.dtype) else 0))):
+            # a sum of products from zero: the same `dot` the Relax encoders use
+            def factor(e: T.Expr) -> reduction.Elem:
+                def f(r: z3.BitVecRef) -> z3.ExprRef:
+                    env2 = red_env(r)
+                    return self.scalar(self.expr(e, env2), buf.dtype)
+                return f
+            return reduction.dot(self.ctx, buf.dtype, n, factor(term.a), factor(term.b))
+
+        def step(a: z3.ExprRef, t: z3.ExprRef) -> z3.ExprRef:
+            x, y = (a, t) if acc_first else (t, a)
+            return self.scalar(self.binary(op, Sc(x, buf.dtype), Sc(y, buf.dtype), buf.dtype),
+                               buf.dtype)
+
+        return reduction.tir_reduce(self.ctx, op, buf.dtype, start, n, elem, step)
+
+    # -- expressions -----------------------------------------------------------------------------
+    def scalar(self, v: Val, dtype: str) -> z3.ExprRef:
+        """`v` as an element of `dtype`'s domain."""
+        if isinstance(v, Sc):
+            if v.dtype != dtype:
+                raise self.fail(f"value of dtype {v.dtype} where {dtype} is expected")
+            return v.term
+        if is_int(dtype):
+            return IX.to_int(v, INT_FORMATS[dtype][0])
+        if is_float(dtype):
+            return self.ctx.model.cast(IX.to_int(v, 64), "int64", dtype)
+        if is_bool(dtype):
+            return v.term != 0
+        raise self.fail(f"index value as {dtype}")
+
+    def expr(self, e: T.Expr, env: dict[str, Val]) -> Val:
+        if isinstance(e, T.Var):
+            if e.id not in env:
+                raise self.fail(f"variable {e.id.split('%')[0]} used outside its loop")
+            return env[e.id]
+        if isinstance(e, T.IntImm):
+            if is_bool(e.dtype):
+                return Sc(z3.BoolVal(bool(e.value)), "bool")
+            if is_int(e.dtype) and -IX.LIMIT <= e.value < IX.LIMIT:
+                return IX.constant(e.value)
+            return Sc(self.ctx.dom(e.dtype).const(e.value), e.dtype)
+        if isinstance(e, T.FloatImm):
+            check_supported(e.dtype, f"PrimFunc {self.where}")
+            value = float(np.asarray(e.value).astype(numpy_dtype(e.dtype)))
+            return Sc(self.ctx.dom(e.dtype).const(value), e.dtype, ((z3.BoolVal(True), value),))
+        if isinstance(e, T.Load):
+            return self.load(e, env)
+        if isinstance(e, T.Binary):
+            return self.binary(e.op, self.expr(e.a, env), self.expr(e.b, env), e.dtype)
+        if isinstance(e, T.Compare):
+            return self.compare(e.op, self.expr(e.a, env), self.expr(e.b, env))
+        if isinstance(e, T.Logic):
+            args = [self.truth(self.expr(a, env)) for a in e.args]
+            if e.op == "not":
+                return Sc(z3.Not(args[0]), "bool")
+            return Sc(z3.And(*args) if e.op == "and" else z3.Or(*args), "bool")
+        if isinstance(e, T.Select):
+            c = self.truth(self.expr(e.cond, env))
+            return self.choose(c, self.expr(e.true_value, env), self.expr(e.false_value, env),
+                               e.dtype)
+        if isinstance(e, T.IfThenElse):
+            c = self.truth(self.expr(e.cond, env))
+            c = z3.simplify(c)
+            if z3.is_true(c):
+                return self.expr(e.true_value, env)
+            if z3.is_false(c):
+                return self.expr(e.false_value, env)
+            with self.guard(c):
+                t = self.expr(e.true_value, env)
+            with self.guard(z3.Not(c)):
+                f = self.expr(e.false_value, env)
+            return self.choose(c, t, f, e.dtype)
+        if isinstance(e, T.Cast):
+            return self.cast(self.expr(e.value, env), e.dtype)
+        if isinstance(e, T.Call):
+            return self.call(e, env)
+        raise self.fail(f"expression {type(e).__name__}")
+
+    def truth(self, v: Val) -> z3.BoolRef:
+        if isinstance(v, Sc):
+            return v.term if is_bool(v.dtype) else self.ctx.dom(v.dtype).truthy(v.term)
+        return v.term != 0
+
+    def choose(self, c: z3.BoolRef, t: Val, f: Val, dtype: str) -> Val:
+        if isinstance(t, IX.Ix) and isinstance(f, IX.Ix):
+            return IX.select(c, t, f)
+        return Sc(z3.If(c, self.scalar(t, dtype), self.scalar(f, dtype)), dtype)
+
+    def load(self, e: T.Load, env: dict[str, Val]) -> Val:
+        if e.buffer in self.acc_override:
+            indices, value = self.acc_override[e.buffer]
+            if e.indices != indices:
+                raise self.fail("a reduction step that reads its accumulator elsewhere")
+            return Sc(value, self.buffers[e.buffer].dtype)
+        if e.buffer not in self.state:
+            raise self.fail(f"load from unknown buffer {e.buffer}")
+        t = self.state[e.buffer]
+        name = self.buffers[e.buffer].name
+        if len(e.indices) != t.ndim:
+            raise self.fail(f"load from {name} with {len(e.indices)} indices")
+        ix: list[IX.Ix] = []
+        for d, (ie, size) in enumerate(zip(e.indices, t.shape)):
+            v = self.expr(ie, env)
+            if isinstance(v, Sc):
+                if not is_int(v.dtype):
+                    raise self.fail(f"index of dtype {v.dtype}")
+                bits, signed = INT_FORMATS[v.dtype]
+                x = v.term
+                ok = z3.And(x >= 0, x < size) if signed else z3.ULT(x, size)
+                self.ub(z3.Not(ok), f"load from {name} out of bounds in dimension {d}")
+                x = z3.Extract(INDEX_BITS - 1, 0, x) if bits > INDEX_BITS else (
+                    z3.ZeroExt(INDEX_BITS - bits, x) if bits < INDEX_BITS else x)
+                ix.append(IX.Ix(x, 0, size - 1) if size > 1 else IX.constant(0))
+                continue
+            if v.lo < 0 or v.hi >= size:
+                self.ub(z3.Not(z3.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))),
+                        f"load from {name} out of bounds in dimension {d}")
+                lo, hi = max(v.lo, 0), min(v.hi, size - 1)
+                v = IX.Ix(v.term, lo, hi) if lo < hi else IX.constant(lo)
+            ix.append(v)
+        # Keyed by AST ids: the entry keeps those ASTs (and the reader) alive, since Z3 reuses
+        # the id of a freed AST (a stale hit would read another element: unsound).
+        reader = self.readers[e.buffer]
+        keep = (reader, tuple(v.term for v in ix), tuple(self.guards))
+        key = (e.buffer, id(reader), tuple(v.term.get_id() for v in ix),
+               tuple(g.get_id() for g in self.guards))
+        if key not in self.memo:
+            self.memo[key] = (reader(ix), keep)
+        return Sc(self.memo[key][0], t.dtype)
+
+    def binary(self, op: str, a: Val, b: Val, dtype: str) -> Val:
+        if isinstance(a, IX.Ix) and isinstance(b, IX.Ix) and is_int(dtype):
+            try:
+                return IX.BINARY[op](a, b)
+            except Unsupported:
+                pass   # beyond 32 bits or a symbolic divisor: compute in the dtype itself
+        dom = self.ctx.dom(dtype)
+        x, y = self.scalar(a, dtype), self.scalar(b, dtype)
+        if op == "max":
+            return Sc(intrinsics.tir_max(dom, x, y), dtype)
+        if op == "min":
+            return Sc(intrinsics.tir_min(dom, x, y), dtype)
+        if op in ("add", "sub", "mul", "div"):
+            if (is_float(dtype) and isinstance(a, Sc) and isinstance(b, Sc) and a.cases
+                    and b.cases and len(a.cases) * len(b.cases) <= CASES_BOUND):
+                fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+                nd = numpy_dtype(dtype)
+                with np.errstate(all="ignore"):
+                    pairs = tuple((z3.simplify(z3.And(ca, cb)),
+                                   float(fn(np.asarray(va, nd), np.asarray(vb, nd)).astype(nd)))
+                                  for ca, va in a.cases for cb, vb in b.cases)
+                pairs = tuple(pc for pc in pairs if not z3.is_false(pc[0])) or pairs[-1:]
+                return self.folded(pairs, dtype)
+            return Sc(getattr(dom, op)(x, y), dtype)
+        if is_int(dtype) and op in ("floordiv", "floormod", "mod"):
+            fn = {"floordiv": "floor_div", "floormod": "floor_mod", "mod": "trunc_mod"}[op]
+            return Sc(getattr(dom, fn)(x, y), dtype)
+        raise self.fail(f"{op} on {dtype}")
+
+    def compare(self, op: str, a: Val, b: Val) -> Val:
+        if isinstance(a, IX.Ix) and isinstance(b, IX.Ix):
+            return Sc(IX.COMPARE[op](a, b), "bool")
+        dtype = a.dtype if isinstance(a, Sc) else b.dtype   # type: ignore[union-attr]
+        dom = self.ctx.dom(dtype)
+        x, y = self.scalar(a, dtype), self.scalar(b, dtype)
+        return Sc(getattr(dom, op)(x, y), "bool")
+
+    def cast(self, v: Val, dtype: str) -> Val:
+        check_supported(dtype, f"PrimFunc {self.where}")
+        if isinstance(v, IX.Ix):
+            if is_int(dtype):
+                bits, signed = INT_FORMATS[dtype]
+                lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+                if lo <= v.lo and v.hi <= hi:
+                    return v
+            if is_float(dtype) and v.hi - v.lo < CASES_BOUND:
+                # a few integers: each cast exactly (numpy rounds as LLVM's sitofp does)
+                pairs = tuple((IX.eq(v, IX.constant(k)),
+                               float(np.asarray(k).astype(numpy_dtype(dtype))))
+                              for k in range(v.lo, v.hi + 1))
+                return self.folded(pairs, dtype)
+            return Sc(self.cast_scalar(IX.to_int(v, 64), "int64", dtype), dtype)
+        return Sc(self.cast_scalar(v.term, v.dtype, dtype), dtype)
+
+    def folded(self, pairs: tuple[tuple[z3.BoolRef, float], ...], dtype: str) -> Sc:
+        """The float that is `value` where `cond` holds, for the (cond, value) pairs."""
+        dom = self.ctx.dom(dtype)
+        term = dom.const(pairs[-1][1])
+        for c, x in reversed(pairs[:-1]):
+            term = z3.If(c, dom.const(x), term)
+        return Sc(term, dtype, pairs)
+
+    def cast_scalar(self, x: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:
+        return self.ctx.model.cast(x, src, dst)
+
+    def call(self, e: T.Call, env: dict[str, Val]) -> Val:
+        if e.name == "likely":
+            return self.expr(e.args[0], env)
+        args = [self.expr(a, env) for a in e.args]
+        if e.name in intrinsics.PREDICATES:
+            (a,) = args
+            if not isinstance(a, Sc) or not is_float(a.dtype):
+                raise self.fail(f"{e.name} of a non-float")
+            return Sc(intrinsics.PREDICATES[e.name](self.ctx.dom(a.dtype), a.term), "bool")
+        if not is_float(e.dtype):
+            raise self.fail(f"intrinsic {e.name} on {e.dtype}")
+        dom = self.ctx.dom(e.dtype)
+        try:
+            return Sc(intrinsics.call(dom, e.name, [self.scalar(a, e.dtype) for a in args]), e.dtype)
+        except Unsupported as err:
+            raise self.fail(str(err)) from None
+
+
+def _var_ids(e: T.Expr) -> set[str]:
+    """Ids of the variables `e` mentions."""
+    if isinstance(e, T.Var):
+        return {e.id}
+    out: set[str] = set()
+    for f in dataclasses.fields(e):
+        x = getattr(e, f.name)
+        for y in (x if isinstance(x, tuple) else (x,)):
+            if dataclasses.is_dataclass(y):
+                out |= _var_ids(y)
+    return out
+
+
+def _subst(e: T.Expr, m: dict[str, T.Expr]) -> T.Expr:
+    """`e` with the variables of `m` replaced by their expressions."""
+    if isinstance(e, T.Var):
+        return m.get(e.id, e)
+    if isinstance(e, (T.IntImm, T.FloatImm)):
+        return e
+    changes = {}
+    for f in dataclasses.fields(e):
+        x = getattr(e, f.name)
+        if isinstance(x, tuple):
+            changes[f.name] = tuple(_subst(y, m) if not isinstance(y, (str, int, float)) else y
+                                    for y in x)
+        elif not isinstance(x, (str, int, float)) and x is not None:
+            changes[f.name] = _subst(x, m)
+    return dataclasses.replace(e, **changes)
+
+
+def _stores_of(body: T.Stmt) -> list[T.Store] | None:
+    """The stores of a block body made of `T.let`s followed by stores, with the lets
+    substituted (each store then reads the state before the block's stores, as the lets
+    do); None for a body with loops, blocks or conditionals."""
+    items = list(body.stmts) if isinstance(body, T.Seq) else [body]
+    lets: dict[str, T.Expr] = {}
+    stores: list[T.Store] = []
+    for x in items:
+        if isinstance(x, T.Let) and not stores:
+            lets[x.var.id] = _subst(x.value, lets)
+        elif isinstance(x, T.Store):
+            stores.append(T.Store(x.buffer, tuple(_subst(i, lets) for i in x.indices),
+                                  _subst(x.value, lets)))
+        else:
+            return None
+    return stores or None
+
+
+def _mentions(e: T.Expr, buffer: str) -> bool:
+    """Does expression `e` load from `buffer`?"""
+    if isinstance(e, T.Load):
+        return e.buffer == buffer or any(_mentions(x, buffer) for x in e.indices)
+    for f in ("a", "b", "cond", "true_value", "false_value", "value"):
+        sub = getattr(e, f, None)
+        if sub is not None and not isinstance(sub, (int, float, str)) and _mentions(sub, buffer):
+            return True
+    return any(_mentions(x, buffer) for x in getattr(e, "args", ()))
+
+
+def encode_prim_func(ctx: EncodeContext, pf: T.PrimFunc, inputs: Sequence[Tensor],
+                     n_outputs: int) -> list[Tensor]:
+    """The output tensors of `pf` called by `call_tir` on `inputs`."""
+    return PrimFuncEncoder(ctx, pf).run(inputs, n_outputs)

@@ -1,0 +1,85 @@
+"""What TIR's scalar operations mean: what TVM 0.27's LLVM (CPU) code generation computes.
+
+Measured by compiling small PrimFuncs with `tvm.compile(..., target="llvm")` and running them
+on NaN, ±inf, ±0, ±1, ±FLT_MAX and ordinary values; `tests/test_tir_conformance.py` keeps
+those runs. Findings:
+
+- `T.max(a, b)` is `a > b ? a : b` and `T.min(a, b)` is `a < b ? a : b` (an ordered compare
+  and a select): a NaN *first* operand is dropped (max(NaN, 1) = 1), a NaN second operand
+  wins (max(1, NaN) = NaN), and ties of ±0 give the second operand (max(+0, -0) = -0).
+  numpy.maximum propagates NaN from either side: relu(NaN) = 0 and clip(NaN) = 6 on the VM.
+- The intrinsics exp, log, sqrt, rsqrt, sigmoid, erf, sin, cos, ... give the special values
+  of `tvtv/absfp/special.py` (IEEE / C99 Annex F), oddness and sign included, except
+  `tanh(-0) = +0` and `atanh(-0) = +0` (the table and numpy say -0): LLVM's lowering of
+  tanh loses the sign of zero. Those overrides are `SPECIAL_OVERRIDES`.
+- On ordinary values an intrinsic is the same uninterpreted function as the Relax op's
+  (TVM's tanh is *the* tanh of the abstraction), so a Relax op and its legalization agree
+  there by construction and differ only where the measured special values differ.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import z3
+
+from tvtv.absfp.interface import ScalarDomain
+from tvtv.errors import Unsupported
+
+Term = z3.ExprRef
+
+
+def tir_max(dom: ScalarDomain, a: Term, b: Term) -> Term:
+    """`T.max(a, b)` = `a > b ? a : b` (LLVM: fcmp ogt + select)."""
+    return z3.If(dom.gt(a, b), a, b)
+
+
+def tir_min(dom: ScalarDomain, a: Term, b: Term) -> Term:
+    """`T.min(a, b)` = `a < b ? a : b` (LLVM: fcmp olt + select)."""
+    return z3.If(dom.lt(a, b), a, b)
+
+
+# Special values where TVM's CPU code differs from `absfp/special.py` (input key -> output).
+SPECIAL_OVERRIDES: dict[str, dict[str, float]] = {
+    "tanh": {"-0": 0.0},
+    "atanh": {"-0": 0.0},
+}
+_KEYS = {"nan": float("nan"), "+inf": float("inf"), "-inf": float("-inf"), "+0": 0.0, "-0": -0.0}
+
+
+def _unary(fname: str) -> Callable[[ScalarDomain, Sequence[Term]], Term]:
+    def apply(dom: ScalarDomain, args: Sequence[Term]) -> Term:
+        (x,) = args
+        result = dom.unary(fname, x)
+        for key, out in SPECIAL_OVERRIDES.get(fname, {}).items():
+            result = z3.If(x == dom.const(_KEYS[key]), dom.const(out), result)
+        return result
+    return apply
+
+
+def _binary(fname: str) -> Callable[[ScalarDomain, Sequence[Term]], Term]:
+    return lambda dom, args: dom.binary(fname, *args)
+
+
+INTRINSICS: dict[str, Callable[[ScalarDomain, Sequence[Term]], Term]] = {
+    **{n: _unary(n) for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
+                              "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                              "acosh", "atanh", "floor", "ceil", "trunc", "round")},
+    "nearbyint": _unary("round"),
+    "fabs": lambda dom, args: dom.abs(args[0]),
+    "pow": _binary("pow"),
+    "atan2": _binary("atan2"),
+    "fmod": _binary("fmod"),
+}
+PREDICATES: dict[str, Callable[[ScalarDomain, Term], z3.BoolRef]] = {
+    "isnan": lambda dom, x: dom.is_nan(x),
+    "isinf": lambda dom, x: dom.is_inf(x),
+    "isfinite": lambda dom, x: z3.Not(z3.Or(dom.is_nan(x), dom.is_inf(x))),
+}
+
+
+def call(dom: ScalarDomain, name: str, args: Sequence[Term]) -> Term:
+    """The value of intrinsic `tirx.<name>` on float arguments of `dom`."""
+    fn = INTRINSICS.get(name)
+    if fn is None:
+        raise Unsupported(f"TIR intrinsic {name}")
+    return fn(dom, args)

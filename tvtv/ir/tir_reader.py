@@ -1,0 +1,183 @@
+"""Read a TVM 0.27 s_tir PrimFunc into tvtv's TIR picture (`tvtv/ir/tir.py`).
+
+Names follow apache-tvm 0.27: buffers are `tvm.ir.Var`s whose `.ty` is a `BufferType`,
+loads are `tvm.ir.TensorLoad` (`.source`, `.indices`), blocks are `tvm.s_tir.SBlockRealize`
+/ `SBlock`, prim expressions live in `tvm.ir.prim.expr` and are dispatched on by class name.
+Whatever is not in that vocabulary raises `Unsupported` naming the construct and the
+PrimFunc (and block) where it occurs.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import tvm
+
+from tvtv.errors import Unsupported
+from tvtv.ir import tir as T
+
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Mod": "mod",
+           "FloorDiv": "floordiv", "FloorMod": "floormod", "Min": "min", "Max": "max"}
+_COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
+
+
+def _int(e: Any, what: str) -> int:
+    if type(e).__name__ != "IntImm":
+        raise Unsupported(f"symbolic {what} {e}")
+    return int(e.value)
+
+
+class _TIRReader:
+    def __init__(self, name: str) -> None:
+        self.func = name
+        self.where = name
+        self.ids: dict[Any, str] = {}
+        self.buffers: dict[Any, T.Buffer] = {}
+        self.counter = itertools.count()
+
+    def fail(self, what: str) -> Unsupported:
+        return Unsupported(f"TIR {what} in PrimFunc {self.where}")
+
+    # -- names -------------------------------------------------------------------------------
+    def var(self, v: Any) -> T.Var:
+        if v not in self.ids:
+            self.ids[v] = f"{v.name}%{next(self.counter)}"
+        return T.Var(self.ids[v], str(v.ty))
+
+    def buffer(self, v: Any) -> T.Buffer:
+        if v in self.buffers:
+            return self.buffers[v]
+        ty = v.ty
+        if type(ty).__name__ != "BufferType":
+            raise self.fail(f"parameter {v.name} of type {ty}")
+        if len(getattr(ty, "strides", ()) or ()) or (
+                ty.elem_offset is not None and type(ty.elem_offset).__name__ == "IntImm"
+                and int(ty.elem_offset.value) != 0):
+            raise self.fail(f"strided or offset buffer {v.name}")
+        shape = tuple(_int(d, f"shape of buffer {v.name}") for d in ty.shape)
+        buf = T.Buffer(f"{v.name}%{next(self.counter)}", shape, str(ty.dtype))
+        self.buffers[v] = buf
+        return buf
+
+    def known_buffer(self, v: Any) -> str:
+        if v not in self.buffers:
+            raise self.fail(f"access to undeclared buffer {getattr(v, 'name', v)}")
+        return self.buffers[v].id
+
+    # -- expressions ---------------------------------------------------------------------------
+    def expr(self, e: Any) -> T.Expr:
+        kind = type(e).__name__
+        reader = _EXPR_READERS.get(kind)
+        if reader is None:
+            raise self.fail(f"expression {kind} ({e})")
+        return reader(self, e)
+
+    def exprs(self, es: Any) -> tuple[T.Expr, ...]:
+        return tuple(self.expr(x) for x in es)
+
+    # -- statements ----------------------------------------------------------------------------
+    def stmt(self, s: Any) -> T.Stmt:
+        kind = type(s).__name__
+        if kind == "For":
+            if int(s.kind) != 0 and int(s.kind) not in (1, 2, 3):   # serial/parallel/vectorized/unrolled
+                raise self.fail(f"loop kind {s.kind}")
+            if s.thread_binding is not None:
+                raise self.fail("thread-bound loop")
+            if getattr(s, "step", None) is not None and _int(s.step, "loop step") != 1:
+                raise self.fail(f"loop step {s.step}")
+            return T.For(self.var(s.loop_var), self.expr(s.min), self.expr(s.extent), self.stmt(s.body))
+        if kind == "SeqStmt":
+            return T.Seq(tuple(self.stmt(x) for x in s.seq))
+        if kind == "SBlockRealize":
+            return self.block(s)
+        if kind == "BufferStore":
+            return T.Store(self.known_buffer(s.buffer), self.exprs(s.indices), self.expr(s.value))
+        if kind == "IfThenElse":
+            return T.IfStmt(self.expr(s.condition), self.stmt(s.then_case),
+                            None if s.else_case is None else self.stmt(s.else_case))
+        if kind == "Bind":
+            value = self.expr(s.value)
+            return T.Let(self.var(s.var), value)
+        if kind == "Evaluate":
+            if type(s.value).__name__ in ("IntImm",):
+                return T.Nop()
+            raise self.fail(f"statement T.evaluate({s.value})")
+        raise self.fail(f"statement {kind}")
+
+    def block(self, realize: Any) -> T.Block:
+        b = realize.block
+        outer = self.where
+        self.where = f"{self.func}, block {b.name_hint!r}"
+        try:
+            if len(b.match_buffers):
+                raise self.fail("match_buffer")
+            alloc = tuple(self.buffer(v) for v in b.alloc_buffers)
+            ivs = []
+            for iv in b.iter_vars:
+                kind = {0: "S", 2: "R"}.get(int(iv.iter_type))
+                if kind is None:
+                    raise self.fail(f"iter var {iv.var.name} of type {iv.iter_type}")
+                ivs.append(T.IterVar(self.var(iv.var), self.expr(iv.dom.min),
+                                     self.expr(iv.dom.extent), kind))
+            init = None if b.init is None else self.stmt(b.init)
+            return T.Block(b.name_hint, tuple(ivs), self.exprs(realize.iter_values),
+                           self.expr(realize.predicate), init, self.stmt(b.body), alloc)
+        finally:
+            self.where = outer
+
+
+def _binary(r: _TIRReader, e: Any) -> T.Expr:
+    return T.Binary(_BINARY[type(e).__name__], r.expr(e.a), r.expr(e.b), str(e.ty))
+
+
+def _compare(r: _TIRReader, e: Any) -> T.Expr:
+    return T.Compare(_COMPARE[type(e).__name__], r.expr(e.a), r.expr(e.b))
+
+
+def _call(r: _TIRReader, e: Any) -> T.Expr:
+    op = e.op
+    if not isinstance(op, tvm.ir.Op):
+        raise r.fail(f"call of {op}")
+    name = op.name
+    if name == "prim.if_then_else" or name == "tirx.if_then_else":
+        c, t, f = r.exprs(e.args)
+        return T.IfThenElse(c, t, f, str(e.ty))
+    if name.startswith("tirx."):
+        return T.Call(name[len("tirx."):], r.exprs(e.args), str(e.ty))
+    raise r.fail(f"intrinsic {name}")
+
+
+def _var(r: _TIRReader, e: Any) -> T.Expr:
+    if e not in r.ids:
+        raise r.fail(f"free variable {e.name}")
+    return r.var(e)
+
+
+_EXPR_READERS: dict[str, Callable[[_TIRReader, Any], T.Expr]] = {
+    **{k: _binary for k in _BINARY},
+    **{k: _compare for k in _COMPARE},
+    "And": lambda r, e: T.Logic("and", (r.expr(e.a), r.expr(e.b))),
+    "Or": lambda r, e: T.Logic("or", (r.expr(e.a), r.expr(e.b))),
+    "Not": lambda r, e: T.Logic("not", (r.expr(e.a),)),
+    "Select": lambda r, e: T.Select(r.expr(e.condition), r.expr(e.true_value),
+                                    r.expr(e.false_value), str(e.ty)),
+    "Cast": lambda r, e: T.Cast(str(e.ty), r.expr(e.value)),
+    "IntImm": lambda r, e: T.IntImm(int(e.value), str(e.ty)),
+    "FloatImm": lambda r, e: T.FloatImm(float(e.value), str(e.ty)),
+    "Var": _var,
+    "TensorLoad": lambda r, e: T.Load(r.known_buffer(e.source), r.exprs(e.indices),
+                                      str(r.buffers[e.source].dtype) if e.source in r.buffers
+                                      else str(e.ty)),
+    "Call": _call,
+}
+
+
+def read_prim_func(name: str, f: Any) -> T.PrimFunc:
+    """The PrimFunc `f` (global name `name`) in tvtv's TIR picture, or `Unsupported`."""
+    r = _TIRReader(name)
+    params = []
+    for p in f.params:
+        if type(p.ty).__name__ != "BufferType":
+            raise r.fail(f"scalar parameter {p.name}")
+        params.append(r.buffer(p))
+    return T.PrimFunc(name, tuple(params), r.stmt(f.body))

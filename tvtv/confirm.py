@@ -1,27 +1,68 @@
-"""Confirm counterexamples by running both modules on the TVM VM (real execution).
+"""Confirm counterexamples: does the difference the solver found exist outside the abstraction?
 
-`True`: execution shows the difference (or the target crashes where the source runs);
-`False`: execution agrees everywhere it was tried: the difference exists only in the
-abstraction (Alive2's "not unsound"); `None`: the VM could not show it (the source fails
-to build or run, or tuple inputs). The VM runs in a child process: generated code can crash.
+`confirm_case` decides, in this order, and records how (`Confirmation.by`, written to the JSON
+as `confirmed_by`):
 
-The solver's inputs are tried first. An opaque PrimFunc is an uninterpreted function of
-whole arrays, so those inputs may differ only where the real PrimFunc does not look; a few
-seeded random inputs are tried next, and inputs that show a difference replace the
-solver's in the counterexample (its message says so).
+1. ``"vm"``: both modules are built and run on the TVM VM (in a child process: generated code
+   can crash) on the counterexample's inputs, and execution shows the difference (or the
+   target fails where the source runs).
+2. ``"vm-random-inputs"``: an opaque PrimFunc is an uninterpreted function of whole arrays, so
+   the solver's inputs may differ only where the real PrimFunc does not look; a few seeded
+   random inputs are tried, and inputs that show a difference replace the solver's in the
+   counterexample (its message says so).
+3. The VM cannot show every difference: it legalizes the source too, so a LegalizeOps bug (the
+   target's TIR departs from the Relax op's specification) runs identically on both sides.
+   For a value difference the solver's inputs are then evaluated in the IEEE model (bit-exact;
+   PrimFunc bodies encoded, so TIR means what its code does):
+   * ``"ieee-spec"``: the source's specification and the target, both evaluated, differ at the
+     counterexample's element (uninterpreted functions such as exp only count when the
+     element does not depend on them);
+   * ``"spec-vs-vm"``: the target cannot be evaluated (an encoder gap) but its execution on the
+     VM differs from the IEEE evaluation of the source's specification.
+   If the target's evaluation equals the source's specification, the difference is not the
+   pass's (the VM's legalization may still depart from the specification: that is a
+   LegalizeOps matter, reported when LegalizeOps is the pass checked).
+4. ``"none"``: nothing showed it: `confirmed` is False ("unconfirmed": the difference exists
+   only in the abstraction, Alive2's "not unsound"), or None when nothing could run at all.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import z3
 
-from tvtv.encode.evaluate import same_value
-from tvtv.errors import InputError
+from tvtv.encode.evaluate import element_value, same_value
+from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
 RANDOM_SETS = 3
+
+# Codes of `Confirmation.by` and what each means (printed in reports).
+HOW = {
+    "vm": "execution on the TVM VM shows the difference on the counterexample's inputs",
+    "vm-random-inputs": "execution on the TVM VM shows a difference on seeded random inputs "
+                        "(the counterexample's inputs were replaced by them)",
+    "ieee-spec": "the VM cannot show it (it legalizes both sides), but the IEEE evaluation of "
+                 "the source's specification differs from the target's on these inputs",
+    "spec-vs-vm": "the VM cannot show it, but the target's execution differs from the IEEE "
+                  "evaluation of the source's specification on these inputs",
+    "none": "neither execution nor IEEE evaluation shows it: the difference exists only in the "
+            "abstraction (unconfirmed)",
+    "not-run": "the modules could not be run (tuple inputs, or the source fails to build)",
+}
+
+
+@dataclass
+class Confirmation:
+    """`confirmed`: True (shown), False (not shown: unconfirmed), None (could not try);
+    `by`: a key of `HOW`; `detail`: a sentence for people."""
+
+    confirmed: bool | None
+    by: str
+    detail: str = ""
 
 
 def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -32,58 +73,132 @@ def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(a.shape).astype(a.dtype) * 2
 
 
-def _first_difference(src: list[np.ndarray], tgt: list[np.ndarray]) -> tuple[int, tuple, Any, Any] | None:
+def first_difference(src: list[np.ndarray], tgt: list[np.ndarray]) -> tuple[int, tuple, Any, Any] | None:
+    """(output, index, source value, target value) of the first element where two executions
+    differ (NaN = NaN, +0 ≠ -0); index () and values None for a shape/dtype difference."""
     for k, (a, b) in enumerate(zip(src, tgt)):
         if a.shape != b.shape or a.dtype != b.dtype:
             return k, (), None, None
         for idx in np.ndindex(a.shape):
-            x, y = _py(a[idx]), _py(b[idx])
+            x, y = py_value(a[idx]), py_value(b[idx])
             if not same_value(x, y):
                 return k, tuple(int(i) for i in idx), x, y
     return None
 
 
-def confirm(before: Any, after: Any, fname: str, param_names: list[str],
-            cex: Counterexample) -> bool | None:
+_first_difference = first_difference   # the old private name
+
+
+def ieee_element(module: Any, fname: str, inputs: dict[str, Any], output: int,
+                 index: tuple[int, ...]) -> tuple[bool, Any]:
+    """Evaluate `module`'s function `fname` on concrete `inputs` in the IEEE model (Relax ops
+    by their specification, PrimFunc bodies encoded) and return (known, value) of element
+    `index` of output `output`. `known` is False when the element depends on an
+    uninterpreted function, the function is undefined there, or something is unsupported."""
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
+    from tvtv.encode.values import flatten
+    from tvtv.ir import relax_reader
+
+    try:
+        prog = relax_reader.read_module(module)
+        fn = prog.functions[fname]
+        model = IEEEModel()
+        ctx = EncodeContext(model)
+        model.on_ub = ctx.add_ub
+        args = [concrete_value(inputs[p.name], p.ty, ctx) for p in fn.params]
+        outs = flatten(FunctionEncoder(prog, ctx, Abstraction(tir="body")).call(fn, args))
+        if output >= len(outs):
+            return False, None
+        t = outs[output]
+        if not z3.is_true(z3.simplify(ctx.well_defined())):
+            return False, None
+        flat = int(np.ravel_multi_index(index, t.shape)) if t.shape else 0
+        v = element_value(t.at(flat), t.dtype)
+        return (v is not None), v
+    except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
+        return False, None
+
+
+def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
+                 cex: Counterexample) -> Confirmation:
+    """Decide whether `cex` is real (see the module docstring). May replace `cex`'s inputs
+    by random ones that execution shows to differ."""
     inputs = [cex.inputs[n] for n in param_names]
     if any(isinstance(v, tuple) for v in inputs):
-        return None
+        return Confirmation(None, "not-run", "tuple inputs are not run")
     rng = np.random.default_rng(0)
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out
-        return None
+        return Confirmation(None, "not-run", "the modules could not be written out to run")
     s_status, src = runs["source"][0]
     t_status, tgt = runs["target"][0]
     if s_status == "ok":
         if t_status != "ok" or len(src) != len(tgt):
-            return True   # the source runs, the target fails or crashes on these inputs
+            return Confirmation(True, "vm", f"the source runs, the target fails: {tgt if t_status != 'ok' else 'output count differs'}")
         if cex.kind in ("shape", "dtype"):
-            return any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(src, tgt))
+            if any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(src, tgt)):
+                return Confirmation(True, "vm", "the outputs' shapes or dtypes differ on the VM")
         if cex.kind == "value" and cex.output is not None and cex.output < len(src):
             a, b = src[cex.output], tgt[cex.output]
             idx = tuple(cex.index or ())
-            if a.shape != b.shape or not same_value(_py(a[idx]), _py(b[idx])):
-                return True
-    # the solver's inputs did not show it: try the random ones
+            if a.shape == b.shape:
+                cex.executed_values = (py_value(a[idx]), py_value(b[idx]))
+            if a.shape != b.shape or not same_value(py_value(a[idx]), py_value(b[idx])):
+                return Confirmation(True, "vm", f"VM: source {py_value(a[idx])!r}, target {py_value(b[idx])!r}")
+    # the solver's inputs did not show it on the VM: try the random ones
     any_ran = s_status == "ok"
     for j in range(1, len(sets)):
-        (s_status, src), (t_status, tgt) = runs["source"][j], runs["target"][j]
-        if s_status != "ok" or t_status != "ok":
+        (sj, srcj), (tj, tgtj) = runs["source"][j], runs["target"][j]
+        if sj != "ok" or tj != "ok":
             continue
         any_ran = True
-        diff = _first_difference(src, tgt)
+        diff = first_difference(srcj, tgtj)
         if diff is not None:
             k, idx, x, y = diff
             cex.inputs = dict(zip(param_names, sets[j]))
             cex.kind, cex.output, cex.index = "value", k, idx
             cex.source_value, cex.target_value, cex.confirmed_ieee = x, y, None
+            cex.executed_values = (x, y)
             cex.message = f"output {k} differs at index {idx} (inputs found by execution on the VM)"
-            return True
-    return False if any_ran else None
+            return Confirmation(True, "vm-random-inputs", f"VM: source {x!r}, target {y!r}")
+    # the VM cannot show it: compare with the IEEE evaluation of the source's specification
+    if cex.kind == "value" and cex.output is not None:
+        idx = tuple(cex.index or ())
+        args = dict(zip(param_names, inputs))
+        known_s, spec = ieee_element(before, fname, args, cex.output, idx)
+        if known_s:
+            known_t, tval = ieee_element(after, fname, args, cex.output, idx)
+            if known_t:
+                if not same_value(spec, tval):
+                    cex.executed_values = (spec, tval)
+                    return Confirmation(True, "ieee-spec", f"IEEE: source specification {spec!r}, target {tval!r}")
+            elif t_status == "ok" and cex.output < len(tgt):
+                vm_val = py_value(tgt[cex.output][idx])
+                if not same_value(spec, vm_val):
+                    cex.executed_values = (spec, vm_val)
+                    return Confirmation(True, "spec-vs-vm", f"source specification {spec!r}, target on the VM {vm_val!r}")
+            any_ran = True
+    if not any_ran:
+        return Confirmation(None, "not-run", f"the source does not run on the VM: {src if s_status != 'ok' else ''}")
+    return Confirmation(False, "none")
 
 
-def _py(v: Any) -> Any:
+def confirm(before: Any, after: Any, fname: str, param_names: list[str],
+            cex: Counterexample) -> bool | None:
+    """`confirm_case(...).confirmed`, recording how it was decided in `cex.confirmed_by`."""
+    c = confirm_case(before, after, fname, param_names, cex)
+    cex.confirmed_by = c.by
+    return c.confirmed
+
+
+def py_value(v: Any) -> Any:
+    """A numpy element as a Python bool/int/float."""
     v = np.asarray(v).item()
     return float(v) if isinstance(v, float) else v
+
+
+_py = py_value

@@ -1,0 +1,127 @@
+"""Minimization: graph edits, delta debugging of a broken pass's counterexample, the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+from generators.graph import Graph, Node, TensorSpec
+from generators.importer import import_module
+from tvtv.errors import InputError
+from tvtv.ir import tvm_bridge
+from tvtv.minimize import bypass, cut, finding_key, keep_outputs, minimize_case
+from tvtv.report import Counterexample, Result
+
+DEMO = Path(__file__).parent / "plugin_project"
+sys.path.insert(0, str(DEMO))
+from demo_passes import add_to_subtract  # noqa: E402  (the demo project's broken pass)
+
+F = "float32"
+
+
+@I.ir_module
+class Big:
+    """Five ops and two outputs; only the `add` is mistranslated by add_to_subtract."""
+
+    @R.function
+    def main(x: R.Tensor((4, 3), dtype="float32"), y: R.Tensor((4, 3), dtype="float32"),
+             z: R.Tensor((4, 3), dtype="float32")) -> R.Tuple(R.Tensor((4, 3), dtype="float32"), R.Tensor((3, 4), dtype="float32")):
+        with R.dataflow():
+            a = R.multiply(x, z)
+            b = R.add(a, y)
+            c = R.nn.relu(b)
+            d = R.permute_dims(c, axes=[1, 0])
+            e = R.negative(z)
+            R.output(d, e)
+        return (e, d)
+
+
+def chain() -> Graph:
+    t = TensorSpec((2, 3), F)
+    g = Graph({"x": t, "y": t}, [Node("a", "relax.add", ["x", "y"], {}, t),
+                                 Node("b", "relax.nn.relu", ["a"], {}, t),
+                                 Node("c", "relax.multiply", ["b", "y"], {}, t)], ["c", "a"])
+    return g
+
+
+def test_cut_makes_a_value_a_parameter_and_drops_what_is_dead():
+    g = cut(chain(), ["b"])
+    assert [n.name for n in g.nodes] == ["a", "c"]
+    assert "b_in" in g.inputs and g.inputs["b_in"] == TensorSpec((2, 3), F)
+    assert g.node("c").inputs == ["b_in", "y"]
+    g.validate()
+
+
+def test_cut_of_every_producer_leaves_parameters_only_where_used():
+    g = keep_outputs(chain(), ["c"])
+    assert [n.name for n in g.nodes] == ["a", "b", "c"]
+    h = cut(g, ["a"])
+    assert set(h.inputs) == {"a_in", "y"}   # x is used by nobody now
+    assert [n.name for n in h.nodes] == ["b", "c"]
+
+
+def test_bypass_removes_an_op_keeping_its_operand():
+    g = bypass(keep_outputs(chain(), ["c"]), "b", "a")
+    assert [n.op for n in g.nodes] == ["relax.add", "relax.multiply"]
+    assert g.node("c").inputs == ["a", "y"]
+
+
+def test_same_finding_means_same_kind_of_difference():
+    def res(kind: str, src=1.0, tgt=2.0) -> Result:
+        return Result("m", "P", "counterexample", 0.0, "", Counterexample(kind, "", {}, 0, (0,), src, tgt))
+    assert finding_key(res("value")) == finding_key(res("value", float("nan"), 0.0))
+    assert finding_key(res("value")) != finding_key(res("ub"))
+    assert finding_key(Result("m", "P", "proved", 0.0)) is None
+
+
+def test_minimize_broken_pass_to_the_one_mistranslated_op():
+    m = minimize_case(Big, add_to_subtract, timeout=10)
+    assert m.original_ops == 5
+    assert m.ops == 1
+    assert [n.op for n in m.graph.op_calls()] == ["relax.add"]
+    # shapes shrink too: every parameter of the minimized case has a single element
+    assert all(v.size == 1 for v in m.graph.inputs.values())
+    assert m.result.verdict == "counterexample"
+    assert m.result.confirmed is True and m.result.counterexample.confirmed_by == "vm"
+    assert m.witness == "finite"            # add vs subtract differs on plain finite inputs
+    assert "R.subtract" in m.after.script() and "R.add" in m.before.script()
+    assert import_module(m.module).num_ops == 1
+
+
+def test_minimize_without_counterexample_is_a_clear_error():
+    with pytest.raises(InputError, match="no counterexample"):
+        minimize_case(Big, "CanonicalizeBindings", timeout=10)
+
+
+def test_minimize_command_writes_the_minimized_case(tmp_path):
+    src = tvm_bridge.save_module(Big, tmp_path / "big.py")
+    env = {**os.environ, "PYTHONPATH": str(DEMO)}
+    out = tmp_path / "min"
+    proc = subprocess.run([sys.executable, "-m", "tvtv", "minimize", str(src), "--pass",
+                           "demo_passes:add_to_subtract", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "5 -> 1 ops" in proc.stdout
+    for name in ("input.py", "before.py", "after.py", "inputs.npz", "result.json"):
+        assert (out / name).exists(), name
+    assert tvm_bridge.load_module(out / "input.py")["main"] is not None
+    assert "R.subtract" in (out / "after.py").read_text()
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == "counterexample" and result["ops"] == 1
+    with np.load(out / "inputs.npz") as data:
+        assert all(data[k].size == 1 for k in data.files)
+
+
+def test_minimize_command_bad_pass_is_one_line(tmp_path):
+    src = tvm_bridge.save_module(Big, tmp_path / "big.py")
+    proc = subprocess.run([sys.executable, "-m", "tvtv", "minimize", str(src), "--pass", "NoSuchPass"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "unknown pass" in proc.stderr

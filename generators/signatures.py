@@ -36,7 +36,11 @@ _REDUCE = ("sum", "mean", "max", "min", "variance", "prod", "std")
 _POOL2D = ("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad",
            "layout", "out_layout")
 
+# Added for the HIRGen generator (elementwise ops of its pool that no other table has).
+_HIRGEN_UNARY = ("atan", "sinh", "cosh")
+
 SIGNATURES: dict[str, OpSignature] = {
+    **{f"relax.{n}": OpSignature(1) for n in _HIRGEN_UNARY},
     **{f"relax.{n}": OpSignature(1) for n in _UNARY},
     **{f"relax.{n}": OpSignature(2) for n in _BINARY},
     **{f"relax.{n}": OpSignature(1, attrs=("axis", "keepdims")) for n in _REDUCE},
@@ -74,4 +78,30 @@ SIGNATURES: dict[str, OpSignature] = {
     "relax.nn.pad": OpSignature(1, attrs=("pad_width", "pad_mode", "pad_value")),
     "relax.where": OpSignature(3),
     "relax.astype": OpSignature(1, attrs=("dtype",)),
+    # -- added for the GenCoG generator (generators/gencog/ops.py) --
+    **{f"relax.{n}": OpSignature(1) for n in ("tan", "trunc", "bitwise_not",
+                                               "nn.batch_flatten")},
+    **{f"relax.{n}": OpSignature(2) for n in ("bitwise_and", "bitwise_or", "bitwise_xor",
+                                               "logical_xor")},
+    **{f"relax.nn.conv{d}d": OpSignature(2, attrs=("strides", "padding", "dilation", "groups",
+                                                    "data_layout", "kernel_layout",
+                                                    "out_layout", "out_dtype"))
+       for d in (1, 3)},
+    **{f"relax.nn.conv{d}d_transpose": OpSignature(
+        2, attrs=("strides", "padding", "output_padding", "dilation", "groups", "data_layout",
+                  "kernel_layout", "out_layout", "out_dtype")) for d in (1, 2, 3)},
+    **{f"relax.nn.{k}_pool{d}d": OpSignature(1, attrs=_POOL2D)
+       for k in ("max", "avg") for d in (1, 3)},
+    **{f"relax.nn.adaptive_avg_pool{d}d": OpSignature(1, attrs=("output_size", "layout",
+                                                                "out_layout"))
+       for d in (1, 3)},
+    "relax.nn.prelu": OpSignature(2, attrs=("axis",)),
+    "relax.nn.instance_norm": OpSignature(3, attrs=("channel_axis", "axes", "epsilon", "center",
+                                                    "scale")),
+    "relax.nn.group_norm": OpSignature(3, attrs=("num_groups", "channel_axis", "axes",
+                                                 "epsilon", "center", "scale")),
+    "relax.nn.rms_norm": OpSignature(2, attrs=("axes", "epsilon")),
+    "relax.image.resize2d": OpSignature(1, args=("size",), attrs=(
+        "roi", "layout", "method", "coordinate_transformation_mode", "rounding_method",
+        "cubic_alpha", "cubic_exclude", "extrapolation_value", "out_dtype")),
 }

@@ -317,21 +317,44 @@ def ops(markdown: bool = typer.Option(False, "--markdown", help="print the seman
 
 
 @app.command()
-def generate(generator: str = typer.Option("simple", "--generator"),
+def generate(generator: str = typer.Option("simple", "--generator",
+                                           help="simple, gencog, isra, hirgen, typed or declgen"),
              n: int = typer.Option(10, "-n", help="number of graphs"),
              seed: int = typer.Option(0, "--seed"),
              min_ops: int = typer.Option(10, "--min-ops"), max_ops: int = typer.Option(30, "--max-ops"),
+             mode: str = typer.Option("strict", "--mode",
+                                      help="strict (valid graphs) or disruptive (hirgen only: each "
+                                           "graph breaks exactly one type or shape constraint)"),
              out: Path = typer.Option(..., "--out", help="folder for the TVMScript files")) -> None:
-    """Write N generated graphs as TVMScript files (tensor constants in .consts.npz beside)."""
+    """Write N generated graphs as TVMScript files (tensor constants in .consts.npz beside).
+
+    With --mode disruptive each file is ill-typed on purpose (what was broken is written to
+    NAME.violation.json beside it): TVM must reject it with an error, never crash or accept it."""
     def run() -> int:
+        import json
+
         import generators
         from tvtv.ir import tvm_bridge
         if generator not in generators.GENERATORS:
             raise InputError(f"unknown generator '{generator}' (known: {', '.join(generators.GENERATORS)})")
+        if mode not in ("strict", "disruptive"):
+            raise InputError(f"unknown mode '{mode}' (strict or disruptive)")
+        if mode == "disruptive" and generator != "hirgen":
+            raise InputError("--mode disruptive needs --generator hirgen")
         out.mkdir(parents=True, exist_ok=True)
         for k in range(n):
-            mod = generators.generate_module(generator, seed, k, min_ops, max_ops)
-            tvm_bridge.save_module(mod, out / f"{generator}_{seed}_{k}.py")
+            path = out / f"{generator}_{seed}_{k}.py"
+            if mode == "disruptive":
+                # TVM's BlockBuilder rejects these graphs, so they are printed without TVM
+                from generators.emit import to_script
+                g = generators.GENERATORS[generator](generators.derive_seed(seed, k), min_ops,
+                                                     max_ops, mode="disruptive")
+                path.write_text(to_script(g, annotate=False))
+                path.with_suffix(".violation.json").write_text(
+                    json.dumps(g.meta.get("violation"), indent=2, default=str))
+            else:
+                mod = generators.generate_module(generator, seed, k, min_ops, max_ops)
+                tvm_bridge.save_module(mod, path)
         console.print(f"wrote {n} graphs to {out}", markup=False)
         return 0
     _guard(run)

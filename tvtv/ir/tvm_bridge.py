@@ -58,7 +58,8 @@ def parse_script(text: str, consts: Sequence[np.ndarray] = (), origin: str = "<s
             f"{origin}: refers to tensor constant metadata[\"ir.GenericConst\"][{max(needed)}] "
             f"but only {len(consts)} constant(s) were found (expected them in "
             f"{consts_path(origin).name if origin != '<string>' else 'a .consts.npz file'})")
-    const_exprs = [relax.const(np.asarray(c)) for c in consts]
+    # the dtype spelled out: relax.const would turn int64 arrays into int32 constants
+    const_exprs = [relax.const(np.asarray(c), str(np.asarray(c).dtype)) for c in consts]
     try:
         mod = tvm.script.from_source(text, extra_vars=_script_env(const_exprs))
     except Exception as err:  # TVM raises DiagnosticError and friends

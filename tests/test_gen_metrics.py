@@ -189,3 +189,22 @@ def test_gencog_diversity_is_included_when_available():
     m = all_metrics(gs)
     assert m["vertex_div"] == pytest.approx(diversity.vertex_diversity(gs)["mean"])
     assert m["edge_div"] == pytest.approx(diversity.edge_diversity(gs))
+
+
+def test_gencog_diversity_covers_functions_of_hirgen_and_typed_modules():
+    """V-div and E-div count op calls inside private/nested functions and If branches too."""
+    import warnings
+
+    import generators
+    from generators.gencog.diversity import edge_diversity, vertex_diversity
+    from generators.importer import import_module
+    graphs = generators.generate_graphs("hirgen", 2, 0, 10, 20)
+    graphs += [import_module(m) for m in generators.generate_modules("typed", 2, 0, 10, 20)]
+    assert any(g.functions for g in graphs), "expected global functions in these graphs"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # gencog_diversity must not leave the metrics out
+        from generators.metrics import gencog_diversity
+        div = gencog_diversity(graphs)
+    assert div is not None
+    assert vertex_diversity(graphs)["mean"] > 0
+    assert edge_diversity(graphs) > 0

@@ -35,7 +35,7 @@ import math
 from functools import lru_cache
 from typing import Any, Iterable, Optional, Sequence
 
-from generators.graph import GET_ITEM, TUPLE, Graph, TensorSpec
+from generators.graph import Graph, TensorSpec
 
 
 def _ops() -> dict[str, Any]:
@@ -106,21 +106,6 @@ def _choices(e: Any) -> int:
     return MAX_DIM
 
 
-def _producers(g: Graph) -> dict[str, Optional[str]]:
-    """For every value, the op of the call that computed it (through tuple plumbing), or
-    None for graph inputs and constants."""
-    prod: dict[str, Optional[str]] = {name: None for name in g.inputs}
-    for n in g.nodes:
-        if n.op == GET_ITEM or n.op == TUPLE:
-            srcs = [prod.get(i) for i in n.inputs]
-            prod[n.name] = srcs[0] if n.op == GET_ITEM else None
-        elif n.is_call:
-            prod[n.name] = n.op
-        else:
-            prod[n.name] = None
-    return prod
-
-
 def vertex_key(op: str, in_types: Sequence[Any], attrs: dict[str, Any]) -> str:
     """The identity of a call for vertex diversity: non-weight input types and attributes."""
     params = _params(op)
@@ -130,9 +115,23 @@ def vertex_key(op: str, in_types: Sequence[Any], attrs: dict[str, Any]) -> str:
             continue
         if isinstance(t, TensorSpec):
             types.append([list(t.shape), t.dtype])
-        else:
-            types.append([[list(x.shape), x.dtype] for x in t])
+        elif isinstance(t, tuple):
+            types.append([[list(x.shape), x.dtype] if isinstance(x, TensorSpec) else str(x)
+                          for x in t])
+        else:  # a tensor of unknown shape (after match_cast from R.Tensor(ndim=k)), ...
+            types.append(str(t))
     return json.dumps([types, attrs], sort_keys=True, default=str)
+
+
+def _module_types(g: Graph) -> dict[tuple[str, str], Any]:
+    """(global function, value name) -> type, for every value of every function of `g`
+    (names are unique within a global function, nested bodies included)."""
+    types: dict[tuple[str, str], Any] = {}
+    for path, sub in g.walk():
+        fk = path.split("/")[0]
+        types.update({(fk, name): spec for name, spec in sub.inputs.items()})
+        types.update({(fk, n.name): n.out for n in sub.nodes})
+    return types
 
 
 class VertexDiversity:
@@ -157,8 +156,13 @@ class VertexDiversity:
         return True
 
     def record_graph(self, g: Graph) -> None:
-        for n in g.op_calls():
-            self.add(n.op, [g.spec_of(i) for i in n.inputs], n.attrs)
+        """Record every op call of the module `g`: main, global functions and nested bodies
+        (an input's type is looked up in the function it belongs to)."""
+        types = _module_types(g)
+        for path, n in g.all_nodes():
+            if n.is_call:
+                fk = path.split("/")[0]
+                self.add(n.op, [types[(fk, i)] for i in n.inputs], n.attrs)
 
     def of(self, op: str) -> float:
         return min(1.0, len(self.seen[op]) / call_space(op))
@@ -186,12 +190,11 @@ class EdgeDiversity:
         return True
 
     def record_graph(self, g: Graph) -> None:
-        prod = _producers(g)
-        for n in g.op_calls():
-            for i in n.inputs:
-                src = prod.get(i)
-                if src is not None:
-                    self.add(src, n.op)
+        """Record the op-to-op edges of the module `g` (`Graph.op_edges`: followed through
+        tuples, calls, branches and closures, across functions)."""
+        ops = {(path, n.name): n.op for path, n in g.all_nodes() if n.is_call}
+        for a, b in g.op_edges():
+            self.add(ops[a], ops[b])
 
     def result(self) -> float:
         return len(self.pairs) / (len(self.ops) ** 2) if self.ops else 0.0

@@ -59,11 +59,15 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("mean axis=1", unary(O.mean, axis=[1])),
     ("matmul (2,3)x(3,4)", binary(O.matmul, sb=(3, 4))),
     ("permute_dims", unary(O.permute_dims, axes=[1, 0])),
-    ("reshape (2,3)->(3,2)", unary(O.reshape, shape=(3, 2))),
+    ("reshape (2,3)->(3,2)", unary(lambda x: O.reshape(x, (3, 2)))),
     ("nn.softmax axis=1", unary(O.nn.softmax, axis=1)),
     ("nn.max_pool2d 2x2", unary(O.nn.max_pool2d, shape=(1, 1, 4, 4), pool_size=(2, 2), strides=(2, 2))),
     ("nn.avg_pool2d 2x2", unary(O.nn.avg_pool2d, shape=(1, 1, 4, 4), pool_size=(2, 2), strides=(2, 2))),
     ("nn.conv2d 1x1x3x3 * 1x1x2x2", binary(O.nn.conv2d, sa=(1, 1, 3, 3), sb=(1, 1, 2, 2))),
+    ("nn.adaptive_avg_pool2d (1,1,4,5)->(2,3)",
+     unary(O.nn.adaptive_avg_pool2d, shape=(1, 1, 4, 5), output_size=(2, 3))),
+    ("argmax axis=1", unary(O.argmax, axis=1)),
+    ("nn.gelu", unary(O.nn.gelu)),
 ]
 
 

@@ -191,6 +191,46 @@ class Unsorted:
 
 
 
+@I.ir_module
+class Arith:
+    """No max/min/relu: legalized, these mean exactly what the Relax ops do (no NaN finding)."""
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")) -> R.Tuple(R.Tensor((2, 3), "float32"), R.Tensor((2,), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.multiply(a, x)
+            d = R.subtract(b, y)
+            e = R.exp(d)
+            f = R.sum(e, axis=[1])
+            t = (d, f)     # d is an output too: a broken subtract shows in plain arithmetic
+            R.output(t)
+        return t
+
+
+@I.ir_module
+class TransposeMatmul:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), w: R.Tensor((4, 3), "float32")) -> R.Tensor((2, 4), "float32"):
+        with R.dataflow():
+            wt = R.permute_dims(w, [1, 0])
+            y = R.matmul(x, wt)
+            R.output(y)
+        return y
+
+
+@I.ir_module
+class DataflowReshape:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((3, 2), "float32")) -> R.Tensor((3, 2), "float32"):
+        with R.dataflow():
+            a = R.add(x, x)
+            b = R.reshape(a, (3, 2))
+            c = R.subtract(b, y)
+            R.output(c)
+        return c
+
+
 def _unnormalized() -> tvm.ir.IRModule:
     """main(x, y) = add(multiply(x, x), y) as one nested expression (not A-normal form)."""
     x = relax.Var("x", relax.TensorType((2, 3), "float32"))
@@ -226,3 +266,19 @@ PASS_CASES = [
     PassCase("FuseOps", Chain, "R.call_tir(cls.subtract, (c, y)", "R.call_tir(cls.subtract, (y, c)"),
 ]
 
+
+# Passes validated through PrimFunc bodies (the TIR encoder; `passes.TIR_VALIDATED`):
+# tests/test_tir_passes.py runs the same checks as tests/test_passes.py on these.
+TIR_PASS_CASES = [
+    PassCase("LegalizeOps", Arith, "b[v_ax0, v_ax1] - y[v_ax0, v_ax1]", "y[v_ax0, v_ax1] - b[v_ax0, v_ax1]"),
+    PassCase("AnnotateTIROpPattern", Arith, "b[v_ax0, v_ax1] - y[v_ax0, v_ax1]",
+             "y[v_ax0, v_ax1] - b[v_ax0, v_ax1]"),
+    PassCase("FuseTIR", Arith, "T_multiply_intermediate[v_ax0, v_ax1] - y[v_ax0, v_ax1]",
+             "y[v_ax0, v_ax1] - T_multiply_intermediate[v_ax0, v_ax1]"),
+    PassCase("zero", Arith, "T_multiply_intermediate[v_ax0, v_ax1] - y[v_ax0, v_ax1]",
+             "y[v_ax0, v_ax1] - T_multiply_intermediate[v_ax0, v_ax1]"),
+    PassCase("FuseTransposeMatmul", TransposeMatmul, "x[v_i0, v_k] * w[v_i1, v_k]",
+             "x[v_i0, v_k] * x[v_i0, v_k]"),
+    PassCase("RewriteDataflowReshape", DataflowReshape, "R.reshape(a, R.shape([3, 2]))",
+             "R.reshape(x, R.shape([3, 2]))"),
+]

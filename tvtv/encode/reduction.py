@@ -17,6 +17,7 @@ from typing import Callable
 import z3
 
 from tvtv.absfp.dtypes import is_float
+from tvtv.encode.bijection import all_elements
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import INDEX, idx, lambda_over_index
 
@@ -33,6 +34,8 @@ ARGS_BOUND = 32
 # Sums of at most this many terms are unrolled at the last abstraction level (mlir-tv: 10).
 UNROLL_BOUND = 10
 UNROLL_NOTE = "small sums unrolled (index order)"
+PERMUTED_NOTE = ("sum: all elements of one array in some order, summed as that array "
+                 "(the order is unspecified: reassociation)")
 
 
 def uf_of_terms(ctx: EncodeContext, name: str, dtype: str, n: int, elem: Elem, fill: z3.ExprRef,
@@ -44,12 +47,19 @@ def uf_of_terms(ctx: EncodeContext, name: str, dtype: str, n: int, elem: Elem, f
         return ctx.uf(f"{name}_{dtype}_{n}", *([sort] * n), result_sort)(*terms)
     if n <= SPECIAL_BOUND:
         # a store chain: Z3 solves FP queries over it far better than over a lambda
-        arr = z3.K(INDEX, fill)
-        for k in range(n):
-            arr = z3.Store(arr, idx(k), elem(idx(k)))
+        arr = _store_chain(n, elem, fill)
     else:
         arr = term_array(ctx, dtype, n, elem, fill)
     return ctx.uf(f"{name}_{dtype}_{n}", arr.sort(), result_sort)(arr)
+
+
+def _store_chain(n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
+    """The array holding elem(0..n-1) at 0..n-1 and `fill` elsewhere, as stores on a
+    constant array: selects at known indices simplify away, unlike a lambda's."""
+    arr = z3.K(INDEX, fill)
+    for k in range(n):
+        arr = z3.Store(arr, idx(k), elem(idx(k)))
+    return arr
 
 
 def term_array(ctx: EncodeContext, dtype: str, n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
@@ -109,6 +119,14 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
             acc = dom.add(acc, elem(idx(k)))
         return acc
     ctx.notes.add("sum: uninterpreted")
+    if n > SPECIAL_BOUND and getattr(ctx, "reassociate", False):
+        # all elements of one array in some order (a layout change, a reshape, TIR's loop
+        # order): the sum of that array's first n elements, one term whatever the order
+        arr = all_elements(elem, n, INDEX)
+        if arr is not None:
+            ctx.notes.add(PERMUTED_NOTE)
+            terms = term_array(ctx, dtype, n, lambda r: z3.Select(arr, r), dom.const(-0.0))
+            return ctx.uf(f"msum_{dtype}_{n}", terms.sort(), dom.sort)(terms)
     general = uf_of_terms(ctx, "sum", dtype, n, elem, dom.const(-0.0), dom.sort)
     return _float_specials(ctx, dtype, n, elem, general, "sum")
 
@@ -180,8 +198,8 @@ def dot(ctx: EncodeContext, dtype: str, n: int, a: Elem, b: Elem) -> z3.ExprRef:
     if level is not None and level.dot == "uf" and is_float(dtype) and n > 1:
         ctx.notes.add(DOT_NOTE)
         fill = dom.const(0.0)
-        arr_a = term_array(ctx, dtype, n, a, fill)
-        arr_b = term_array(ctx, dtype, n, b, fill)
+        arr_a = _store_chain(n, a, fill) if n <= SPECIAL_BOUND else term_array(ctx, dtype, n, a, fill)
+        arr_b = _store_chain(n, b, fill) if n <= SPECIAL_BOUND else term_array(ctx, dtype, n, b, fill)
         return ctx.uf(f"dot_{dtype}_{n}", arr_a.sort(), arr_b.sort(), dom.sort)(arr_a, arr_b)
     return reduce_sum(ctx, dtype, n, lambda r: dom.mul(a(r), b(r)))
 

@@ -153,7 +153,18 @@ def _var(r: _TIRReader, e: Any) -> T.Expr:
     return r.var(e)
 
 
+# integer bit operations, read as calls of the `tirx.` intrinsics of the same meaning
+_BIT_OPS = {"LShift": "shift_left", "RShift": "shift_right", "BitwiseAnd": "bitwise_and",
+            "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
+
+
+def _bit_op(r: _TIRReader, e: Any) -> T.Expr:
+    return T.Call(_BIT_OPS[type(e).__name__], (r.expr(e.a), r.expr(e.b)), str(e.ty))
+
+
 _EXPR_READERS: dict[str, Callable[[_TIRReader, Any], T.Expr]] = {
+    **{k: _bit_op for k in _BIT_OPS},
+    "BitwiseNot": lambda r, e: T.Call("bitwise_not", (r.expr(e.a),), str(e.ty)),
     **{k: _binary for k in _BINARY},
     **{k: _compare for k in _COMPARE},
     "And": lambda r, e: T.Logic("and", (r.expr(e.a), r.expr(e.b))),

@@ -531,8 +531,17 @@ class PrimFuncEncoder:
         red_vars = [var for var, b in binding.items() if isinstance(b, Loop) and b in red]
 
         def red_env(r: z3.BitVecRef) -> dict[str, Val]:
-            parts = unravel(r, red_shape) if len(red_shape) > 1 else [r]
             env2 = dict(env)
+            if z3.is_bv_value(r):
+                # a term index known now (unrolled terms): constant loop values, not
+                # UDiv/URem terms of a constant (smaller terms, shared across readers)
+                digits = np.unravel_index(r.as_long(), red_shape) if red_shape else ()
+                for lp, dgt in zip(red, digits):
+                    env2[lp.var] = IX.constant(lp.lo + int(dgt))
+                for var in red_vars:
+                    env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
+                return env2
+            parts = unravel(r, red_shape) if len(red_shape) > 1 else [r]
             for lp, t in zip(red, parts):
                 ext_hi = lp.lo + lp.extent - 1
                 base = IX.Ix(t, 0, lp.extent - 1) if lp.extent > 1 else IX.constant(0)
@@ -590,8 +599,9 @@ class PrimFuncEncoder:
             return Sc(self.ctx.dom(e.dtype).const(e.value), e.dtype)
         if isinstance(e, T.FloatImm):
             check_supported(e.dtype, f"PrimFunc {self.where}")
+            # the term as every encoder writes this constant; the case value rounded to dtype
             value = float(np.asarray(e.value).astype(numpy_dtype(e.dtype)))
-            return Sc(self.ctx.dom(e.dtype).const(value), e.dtype, ((z3.BoolVal(True), value),))
+            return Sc(self.ctx.dom(e.dtype).const(e.value), e.dtype, ((z3.BoolVal(True), value),))
         if isinstance(e, T.Load):
             return self.load(e, env)
         if isinstance(e, T.Binary):
@@ -742,6 +752,44 @@ class PrimFuncEncoder:
     def cast_scalar(self, x: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:
         return self.ctx.model.cast(x, src, dst)
 
+    def bit_op(self, e: T.Call, args: list[Val]) -> Val:
+        """Shifts and bitwise operations on integers, exactly (two's complement of the
+        dtype's width). A shift by a negative amount or by the width or more is UB (LLVM's
+        shl/ashr/lshr give poison there)."""
+        if not is_int(e.dtype):
+            raise self.fail(f"{e.name} on {e.dtype}")
+        bits, signed = INT_FORMATS[e.dtype]
+        xs = [self.scalar(a, e.dtype) for a in args]
+        if e.name == "bitwise_not":
+            return Sc(~xs[0], e.dtype)
+        x, y = xs
+        if e.name in ("shift_left", "shift_right"):
+            bad = z3.Not(z3.ULT(y, z3.BitVecVal(bits, bits)))   # negative counts are huge unsigned
+            self.ub(bad, f"{e.name} by a negative amount or by {bits} or more")
+            if e.name == "shift_left":
+                return Sc(x << y, e.dtype)
+            return Sc(x >> y if signed else z3.LShR(x, y), e.dtype)
+        op = {"bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b,
+              "bitwise_xor": lambda a, b: a ^ b}[e.name]
+        return Sc(op(x, y), e.dtype)
+
+    def reinterpret(self, e: T.Call, args: list[Val]) -> Val:
+        """`T.reinterpret(dtype, v)`: v's bits read as `dtype`. Exact in the IEEE model (an
+        int's bits as a float: every pattern is a float, NaNs included); the abstract model
+        has no bit layout, so there it is `IEEEOnly`."""
+        (a,) = args
+        src = a.dtype if isinstance(a, Sc) else "int64"
+        if getattr(self.ctx.model, "name", "") != "ieee":
+            raise IEEEOnly(f"TIR reinterpret {src} -> {e.dtype} in PrimFunc {self.where} "
+                           f"(bit patterns exist only in the IEEE model)")
+        if is_int(src) and is_float(e.dtype):
+            x = self.scalar(a, src)
+            sort = self.ctx.dom(e.dtype).sort
+            if x.size() != sort.ebits() + sort.sbits():
+                raise self.fail(f"reinterpret {src} -> {e.dtype} of another width")
+            return Sc(z3.fpBVToFP(x, sort), e.dtype)
+        raise self.fail(f"reinterpret {src} -> {e.dtype}")
+
     def call(self, e: T.Call, env: dict[str, Val]) -> Val:
         if e.name == "likely":
             return self.expr(e.args[0], env)
@@ -751,6 +799,10 @@ class PrimFuncEncoder:
             if not isinstance(a, Sc) or not is_float(a.dtype):
                 raise self.fail(f"{e.name} of a non-float")
             return Sc(intrinsics.PREDICATES[e.name](self.ctx.dom(a.dtype), a.term), "bool")
+        if e.name in BIT_OPS:
+            return self.bit_op(e, args)
+        if e.name == "reinterpret":
+            return self.reinterpret(e, args)
         if not is_float(e.dtype):
             raise self.fail(f"intrinsic {e.name} on {e.dtype}")
         dom = self.ctx.dom(e.dtype)
@@ -758,6 +810,16 @@ class PrimFuncEncoder:
             return Sc(intrinsics.call(dom, e.name, [self.scalar(a, e.dtype) for a in args]), e.dtype)
         except Unsupported as err:
             raise self.fail(str(err)) from None
+
+
+BIT_OPS = ("shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not")
+
+
+class IEEEOnly(Unsupported):
+    """A construct only the bit-exact IEEE model gives a meaning (`T.reinterpret` of a float's
+    bits): the refinement ladder re-encodes in the IEEE model instead of giving up."""
+
+    ieee_only = True
 
 
 def _var_ids(e: T.Expr) -> set[str]:

@@ -61,14 +61,47 @@ register(PassSpec("TopologicalSort", _relax("TopologicalSort", "depth-first", "f
                   note="reorders bindings (depth-first, from outputs)"))
 register(PassSpec("FuseOpsByPattern", lambda: tvm_bridge.fuse_ops_by_pattern(),
                   note="fuses matmul/conv2d epilogues into Composite functions (tvtv's patterns)"))
-register(PassSpec("LegalizeOps", _relax("LegalizeOps"), support=PREREQUISITE,
-                  note="lowers Relax ops to TIR PrimFuncs"))
+# Passes that emit or change TIR, validated through PrimFunc bodies (tvtv/encode/tir/,
+# tests/test_tir_*.py; LegalizeOps op by op in docs/legalize.md).
+TIR_VALIDATED = "validated through PrimFunc bodies (TIR encoder)"
+register(PassSpec("LegalizeOps", _relax("LegalizeOps"), support=TIR_VALIDATED,
+                  note="lowers Relax ops to TIR PrimFuncs (TIR means what TVM's CPU code does)"))
 register(PassSpec("AnnotateTIROpPattern", _relax("AnnotateTIROpPattern"), ("LegalizeOps",),
-                  support=PREREQUISITE, note="annotates PrimFuncs with op patterns"))
+                  support=TIR_VALIDATED, note="annotates PrimFuncs with op patterns"))
 register(PassSpec("FuseOps", _relax("FuseOps"), ("LegalizeOps", "AnnotateTIROpPattern"),
                   note="groups call_tir into Primitive functions (PrimFuncs opaque)"))
 register(PassSpec("FuseTIR", _relax("FuseTIR"), ("LegalizeOps", "AnnotateTIROpPattern", "FuseOps"),
-                  support=PREREQUISITE, note="merges fused PrimFuncs (needs the TIR encoder)"))
+                  support=TIR_VALIDATED, note="merges fused PrimFuncs into one"))
+register(PassSpec("zero", lambda: tvm_bridge.pipeline("zero"), support=TIR_VALIDATED,
+                  note="the zero pipeline as one step (LegalizeOps .. FuseTIR)"))
+register(PassSpec("FastMathTransform", _relax("FastMathTransform"), support=TIR_VALIDATED,
+                  note="exp/tanh/erf -> polynomial PrimFuncs: refuted (an approximation)"))
+register(PassSpec("FuseTransposeMatmul", _relax("FuseTransposeMatmul"), support=TIR_VALIDATED,
+                  note="matmul(x, permute_dims(w)) -> call_tir(NT_matmul)"))
+register(PassSpec("RewriteDataflowReshape", _relax("RewriteDataflowReshape"), ("LegalizeOps",),
+                  support=TIR_VALIDATED, note="call_tir(reshape PrimFunc) -> R.reshape"))
+
+
+# Passes whose verdict depends on the float model and arithmetic setting (issue 5): which model
+# proves each, on which cases, is the table in docs/float-models.md (tests/test_passes_fp.py).
+FLOAT_MODEL_DEPENDENT = "validated; the verdict depends on the float model (docs/float-models.md)"
+for _name, _build, _note in [
+    ("FoldConstant", _relax("FoldConstant"),
+     "folds constant subexpressions; checked against IEEE evaluation of the fold"),
+    ("ToMixedPrecision", _relax("ToMixedPrecision", out_dtype="float32"),
+     "float32 -> float16 compute, float32 accumulation: refuted unless --fp real"),
+    ("ConvertLayout", _relax("ConvertLayout", {"relax.nn.conv2d": ["NHWC", "OHWI"]}),
+     "conv2d to NHWC/OHWI with permute_dims around it"),
+    ("AdjustMatmulOrder", _relax("AdjustMatmulOrder"),
+     "x@(a@b) -> (x@a)@b by shapes: correct up to rounding (--fp real)"),
+    ("ExpandMatmulOfSum", _relax("ExpandMatmulOfSum"),
+     "x@(a+b) -> x@a + x@b: correct up to rounding (--fp real)"),
+    ("FoldBatchnormToConv2D", _relax("FoldBatchnormToConv2D"),
+     "conv2d+batch_norm with bound constants (run BindParams first) -> scaled conv2d + add"),
+    ("ReorderTakeAfterMatmul", _relax("ReorderTakeAfterMatmul"),
+     "matmul(x, take(w, i)) -> take(matmul(x, w), i)"),
+]:
+    register(PassSpec(_name, _build, support=FLOAT_MODEL_DEPENDENT, note=_note))
 
 
 def registered_passes() -> list[str]:

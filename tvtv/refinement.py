@@ -13,6 +13,7 @@ check is repeated in the IEEE model (`levels` in the result records what was use
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,35 +22,72 @@ from typing import Any, Sequence
 import numpy as np
 import z3
 
+from tvtv.absfp import assumptions as assume_mod
+from tvtv.absfp import reductions
 from tvtv.absfp.abstract import AbstractModel
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.absfp.ieee import IEEEModel
 from tvtv.absfp.interface import FloatModel
-from tvtv.absfp.width import magnitude_bits
+from tvtv.absfp.real import RealModel
+from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.function import FunctionEncoder, concrete_value, input_value
+from tvtv.encode.function import (FunctionEncoder, abstraction_level, concrete_value,
+                                  input_value, ladder, opaque_can_prove, worth_refining)
+from tvtv.encode.probe import probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, unravel
 from tvtv.encode.values import Value, flatten
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
 from tvtv.report import COUNTEREXAMPLE, PROVED, UNKNOWN, Counterexample, Result
+from tvtv.solvers import SOLVERS, Query
 
-FP_MODELS = ("abstract", "ieee")
+FP_MODELS = ("abstract", "ieee", "real")
 
 
 @dataclass
 class Options:
-    """How to check. `timeout` is seconds per solver query."""
+    """How to check. `timeout` is seconds per solver query.
+
+    fp: "abstract" (mlir-tv's domain, then IEEE to confirm), "ieee" (bit-exact) or "real"
+    (correct up to rounding only). solver: "z3", "cvc5" or "both" (a disagreement makes the
+    verdict unknown, with both answers). assume: "no-nan", "no-inf", "no-signed-zeros".
+    reassociate: a float reduction is a function of the multiset of its terms (Relax leaves
+    the summation order unspecified); False fixes the order. See docs/float-models.md."""
 
     fp: str = "abstract"
     timeout: float = 30.0
     mag_bits: int | None = None
     refine_to_ieee: bool = True
     confirm: bool = True
+    solver: str = "z3"
+    assume: tuple[str, ...] = ()
+    reassociate: bool = True
+    # abstraction ladder (tvtv.encode.function.LADDERS): "auto" = opaque call_tir and dot
+    # functions first, then PrimFunc bodies, sums of products, unrolled small sums
+    tir: str = "auto"
 
     def __post_init__(self) -> None:
         if self.fp not in FP_MODELS:
             raise ValueError(f"unknown float model {self.fp!r} (choose from {', '.join(FP_MODELS)})")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"unknown solver {self.solver!r} (choose from {', '.join(SOLVERS)})")
+        if isinstance(self.assume, str):
+            self.assume = (self.assume,)
+        self.assume = assume_mod.validate(self.assume)
+        if not isinstance(self.reassociate, bool):
+            raise ValueError(f"reassociate must be True or False, not {self.reassociate!r}")
+
+    def settings(self) -> list[str]:
+        """The arithmetic choices in force, printed with the verdict."""
+        sums = ("reductions: reassociate (a sum is a function of the multiset of its terms)"
+                if self.reassociate else "reductions: fixed order (sums of permuted terms differ)")
+        if self.fp == "real":
+            sums = "reductions: exact real sums"
+        return [sums, f"solver: {self.solver}"]
+
+
+# The options of the check in progress, for the helpers below (set by `check_function`).
+_RUN: contextvars.ContextVar[Options] = contextvars.ContextVar("tvtv_run_options", default=Options())
 
 
 class _Timeout(Exception):
@@ -71,19 +109,38 @@ class _Encoded:
     tgt: _Side
     level: str
     notes: set[str] = field(default_factory=set)
+    assume_facts: list[z3.BoolRef] = field(default_factory=list)
+    options: Options = field(default_factory=Options)
 
 
 def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None) -> tuple[FloatModel, str]:
     if fp == "ieee":
-        return IEEEModel(), "fp: ieee"
+        return IEEEModel(), "fp: ieee (bit-exact)"
+    if fp == "real":
+        return RealModel(), "fp: real (correct up to rounding only)"
     k, exact = (mag_bits, True) if mag_bits else magnitude_bits(programs)
+    model = AbstractModel(k, float_dtypes(programs))
     note = f"fp: abstract, {k} magnitude bits" + ("" if exact else " (capped)")
-    return AbstractModel(k), note
+    if len(model.chain) > 1:
+        note += "; casts split along " + " < ".join(f"{d} ({model.width(d)} bits)" for d in model.chain)
+    return model, note
+
+
+class _ModelContext(EncodeContext):
+    """An encode context whose uninterpreted reductions the float model may interpret
+    (exact real sums, or sums of a multiset of terms: `tvtv.absfp.reductions`)."""
+
+    reassociate: bool = True
+
+    def uf(self, name: str, *sorts: z3.SortRef) -> z3.FuncDeclRef:
+        f = reductions.interpret(self.model, name, sorts, self.reassociate)
+        return f if f is not None else super().uf(name, *sorts)  # type: ignore[return-value]
 
 
 def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: FloatModel,
                  side: str) -> _Side:
-    ctx = EncodeContext(model, side)
+    ctx = _ModelContext(model, side)
+    ctx.reassociate = _RUN.get().reassociate
     model.on_ub = ctx.add_ub
     value = FunctionEncoder(program, ctx).call(fn, args)
     return _Side(ctx, flatten(value), value)
@@ -92,7 +149,9 @@ def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: F
 def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
             fp: str, mag_bits: int | None, concrete: dict[str, Any] | None = None) -> _Encoded:
     model, level = _make_model(fp, [src_prog, tgt_prog], mag_bits)
-    ctx0 = EncodeContext(model)
+    options = _RUN.get()
+    ctx0 = _ModelContext(model)
+    ctx0.reassociate = options.reassociate
     inputs = []
     for p in src_fn.params:
         if concrete is not None:
@@ -103,20 +162,34 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     args = [v for _, _, v in inputs]
     src = _encode_side(src_prog, src_fn, args, model, "src")
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt")
-    return _Encoded(model, inputs, src, tgt, level, src.ctx.notes | tgt.ctx.notes)
+    from tvtv.encode.values import flatten as _flat
+    facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in _flat(v)]) \
+        if concrete is None else []
+    notes = src.ctx.notes | tgt.ctx.notes
+    if model.hash_facts:
+        notes.add("sums: hashed multisets of terms (reassociation)")
+    return _Encoded(model, inputs, src, tgt, level, notes, facts, options)
 
 
-def _solver(timeout: float) -> z3.Solver:
-    s = z3.Solver()
-    s.set("timeout", max(1, int(timeout * 1000)))
-    return s
+def _solver(timeout: float, backend: str | None = None) -> Query:
+    return Query(backend or _RUN.get().solver, timeout)
 
 
-def _check(s: z3.Solver) -> z3.CheckSatResult:
+def _check(s: Query) -> z3.CheckSatResult:
     r = s.check()
+    if s.disagreement is not None:
+        _DISAGREEMENTS.get().append(s.disagreement)
     if r == z3.unknown:
         raise _Timeout(s.reason_unknown())
     return r
+
+
+_DISAGREEMENTS: contextvars.ContextVar[list[str]] = contextvars.ContextVar("tvtv_disagreements")
+
+
+def _preconditions(enc: _Encoded) -> list[z3.BoolRef]:
+    """The model's facts (constant order, hash units) and the user's assumptions."""
+    return enc.model.preconditions() + list(enc.model.hash_facts.values()) + enc.assume_facts
 
 
 def _decode_inputs(enc: _Encoded, m: z3.ModelRef, extra: Sequence[tuple[z3.ExprRef, str]] = ()
@@ -162,7 +235,7 @@ def _static_mismatch(src: list[Tensor], tgt: list[Tensor]) -> tuple[str, str, in
 
 def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None:
     """None when refinement holds; raises _Timeout when a query is undecided."""
-    pre = enc.model.preconditions()
+    pre = _preconditions(enc)
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
 
     static = _static_mismatch(enc.src.outputs, enc.tgt.outputs)
@@ -175,13 +248,34 @@ def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None
         inputs, _ = _decode_inputs(enc, s.model())
         return Counterexample(kind, message, inputs, output=k)
 
+    # 0. In the IEEE model, first a cheap concrete probe on special-valued inputs
+    # (tvtv/encode/probe.py): big FP circuits (FastMathTransform's) solve slowly.
+    if enc.model.name == "ieee":
+        found = probe([(n, v) for n, _, v in enc.inputs if isinstance(v, Tensor)],
+                      list(zip(enc.src.outputs, enc.tgt.outputs)), [*pre, wd_src, wd_tgt],
+                      enc.model.domain,
+                      lambda dom, x, y: assume_mod.same_output(enc.options.assume, dom, x, y))
+        if found is not None and len(enc.inputs) == len([v for _, _, v in enc.inputs if isinstance(v, Tensor)]):
+            inputs, k, flat, x, y = found
+            a = enc.src.outputs[k]
+            index = tuple(int(q) for q in np.unravel_index(flat, a.shape)) if a.shape else ()
+            return Counterexample("value", f"output {k} differs at index {index}", inputs,
+                                  output=k, index=index, source_value=_ieee_value(x, a.dtype),
+                                  target_value=_ieee_value(y, a.dtype))
     # 1. UB: the target is undefined where the source is defined.
     if enc.tgt.ctx.ub:
+        # one Boolean per UB condition, implying it: a flag the model sets names a condition
+        # that holds (evaluating a condition itself may not reduce to true or false: the
+        # existentials over indices). Implication, not equality: an equality would put each
+        # existential under a negation too (a universal: slow).
+        flags = [z3.Bool(f"tvtv_ub_{k}") for k in range(len(enc.tgt.ctx.ub))]
         s = _solver(timeout)
-        s.add(*pre, wd_src, z3.Not(wd_tgt))
+        s.add(*pre, wd_src, *[z3.Implies(f, c) for f, (c, _) in zip(flags, enc.tgt.ctx.ub)],
+              z3.Or(*flags))
         if _check(s) == z3.sat:
             m = s.model()
-            reasons = [why for c, why in enc.tgt.ctx.ub if z3.is_true(m.eval(c, model_completion=True))]
+            reasons = [why for f, (_, why) in zip(flags, enc.tgt.ctx.ub)
+                       if z3.is_true(m.eval(f, model_completion=True))]
             inputs, _ = _decode_inputs(enc, m)
             return Counterexample("ub", "target is undefined where the source is defined: "
                                   + "; ".join(sorted(set(reasons))), inputs)
@@ -190,18 +284,97 @@ def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None
     for k, (a, b) in enumerate(zip(enc.src.outputs, enc.tgt.outputs)):
         if a.numel == 0 or z3.eq(a.arr, b.arr):
             continue  # the same SMT term: equal by construction
-        i = z3.BitVec(f"tvtv_out{k}_index", INDEX_BITS)
         dom = enc.model.domain(a.dtype)
-        s = _solver(timeout)
-        s.add(*pre, wd_src, wd_tgt, z3.ULT(i, idx(a.numel)), z3.Not(dom.same(a.at(i), b.at(i))))
-        if _check(s) == z3.sat:
-            m = s.model()
-            flat = m.eval(i, model_completion=True).as_long()
+        flat = _differing_index(enc, pre, wd_src, wd_tgt, k, dom, a, b, timeout)
+        if flat is not None:
+            m, flat = flat
             inputs, (sv, tv) = _decode_inputs(enc, m, [(a.at(flat), a.dtype), (b.at(flat), b.dtype)])
             index = tuple(int(x) for x in np.unravel_index(flat, a.shape)) if a.shape else ()
             return Counterexample("value", f"output {k} differs at index {index}", inputs,
                                   output=k, index=index, source_value=sv, target_value=tv)
     return None
+
+
+def _ieee_value(x: z3.ExprRef, dtype: str) -> Any:
+    """A probed output element as a Python number (IEEE numerals; ints; bools)."""
+    from tvtv.absfp.ieee import fp_value
+    if z3.is_fp_value(x):
+        return fp_value(x, dtype)
+    if z3.is_bv_value(x):
+        return x.as_signed_long()
+    if z3.is_bool(x) and (z3.is_true(x) or z3.is_false(x)):
+        return bool(z3.is_true(x))
+    return None   # left open by the encoding (an uninterpreted function's value)
+
+
+# Outputs with at most this many elements are compared element by element (concrete indices).
+ELEMENT_SPLIT_BOUND = 256
+# Up to this many differing elements, each gets its own query.
+ELEMENT_QUERY_BOUND = 32
+
+
+def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.BoolRef, k: int,
+                     dom: Any, a: Tensor, b: Tensor, timeout: float) -> tuple[z3.ModelRef, int] | None:
+    """(model, flat index) of an element where output k differs, or None if none can.
+
+    First one query over a symbolic index (fast when every element is computed alike); if
+    that is undecided within a part of the budget and the output is small, element by
+    element: with a concrete index, index arithmetic and selects of lambdas fold away, many
+    elements become identical terms that need no solving (a layout change, a permuted
+    reduction), and the rest get one query each, sharing the budget."""
+    def ask(facts: list, budget: float) -> z3.ModelRef | None:
+        q = _solver(budget)
+        q.add(*pre, wd_src, wd_tgt, *facts)
+        return q.model() if _check(q) == z3.sat else None
+
+    i = z3.BitVec(f"tvtv_out{k}_index", INDEX_BITS)
+    same = assume_mod.same_output(enc.options.assume, dom, a.at(i), b.at(i))
+    symbolic = [z3.ULT(i, idx(a.numel)), z3.Not(same)]
+    if a.numel > ELEMENT_SPLIT_BOUND:
+        m = ask(symbolic, timeout)
+        return None if m is None else (m, m.eval(i, model_completion=True).as_long())
+    try:
+        m = ask(symbolic, min(timeout / 3, 5.0))
+        return None if m is None else (m, m.eval(i, model_completion=True).as_long())
+    except _Timeout:
+        pass
+    differing = _differing_elements(enc, dom, a, b)
+    if not differing:
+        return None
+    share = max(timeout / len(differing), 0.5) if len(differing) <= ELEMENT_QUERY_BOUND else timeout
+    open_elems = []
+    if len(differing) <= ELEMENT_QUERY_BOUND:
+        for j, c in differing:
+            try:
+                m = ask([z3.Not(c)], share)
+            except _Timeout:
+                open_elems.append((j, c))
+                continue
+            if m is not None:
+                return m, j
+        if not open_elems:
+            return None          # every element proved equal
+        differing = open_elems
+    # one Boolean per element implying "it differs": a flag the model sets names a differing
+    # element (evaluating an element's condition itself may not reduce to false)
+    flags = [z3.Bool(f"tvtv_differs_{k}_{j}") for j, _ in differing]
+    m = ask([*[z3.Implies(f, z3.Not(c)) for f, (_, c) in zip(flags, differing)], z3.Or(*flags)],
+            timeout)
+    if m is None:
+        return None
+    return m, next((j for f, (j, _) in zip(flags, differing)
+                    if z3.is_true(m.eval(f, model_completion=True))), differing[0][0])
+
+
+def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor) -> list[tuple[int, z3.BoolRef]]:
+    """(index, "element equal" condition) for the elements of two outputs that are not the
+    same term after simplification."""
+    out = []
+    for j in range(a.numel):
+        x, y = z3.simplify(a.at(j)), z3.simplify(b.at(j))
+        if not z3.eq(x, y):
+            out.append((j, assume_mod.same_output(enc.options.assume, dom, x, y)))
+    return out
 
 
 def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
@@ -213,7 +386,8 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
     except Unsupported:
         return None
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
-    s = _solver(timeout)
+    s = _solver(timeout, "z3")
+    s.add(*_preconditions(enc))
     if cex.kind in ("shape", "dtype"):
         s.add(z3.Not(wd_src))
     elif cex.kind == "ub":
@@ -222,7 +396,7 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
         a, b = enc.src.outputs[cex.output], enc.tgt.outputs[cex.output]
         flat = int(np.ravel_multi_index(cex.index, a.shape)) if a.shape else 0
         dom = enc.model.domain(a.dtype)
-        s.add(wd_src, wd_tgt, dom.same(a.at(flat), b.at(flat)))
+        s.add(wd_src, wd_tgt, assume_mod.same_output(enc.options.assume, dom, a.at(flat), b.at(flat)))
     r = s.check()
     return None if r == z3.unknown else r == z3.unsat
 
@@ -232,11 +406,18 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
     """Check that `tgt_prog[name]` refines `src_prog[name]`."""
     start = time.perf_counter()
     label = label or name
+    _RUN.set(options)
+    disagreements: list[str] = []
+    _DISAGREEMENTS.set(disagreements)
 
     def result(verdict: str, reason: str | None = None, cex: Counterexample | None = None,
                levels: list[str] | None = None) -> Result:
+        levels = list(levels or []) + options.settings()
+        if disagreements:   # never trust either answer when the solvers disagree
+            levels.append("solvers disagree: " + "; ".join(disagreements))
+            verdict, reason, cex = UNKNOWN, "z3 and cvc5 disagree: " + "; ".join(disagreements), None
         return Result(label, pass_name, verdict, time.perf_counter() - start, reason, cex,
-                      options.fp, levels or [])
+                      options.fp, levels, assume_mod.describe(options.assume))
 
     src_fn, tgt_fn = src_prog.functions.get(name), tgt_prog.functions.get(name)
     if src_fn is None:
@@ -249,35 +430,57 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                       f"({', '.join(str(p.ty) for p in tgt_fn.params)})")
 
     levels: list[str] = []
-    fp = options.fp
-    abstract_cex: Counterexample | None = None
-    while True:
-        timeout = options.timeout if abstract_cex is None else min(options.timeout, 10.0)
-        try:
-            enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
-            levels.append(enc.level)
-            levels.extend(sorted(enc.notes))
-            cex = _find_counterexample(enc, timeout)
-        except Unsupported as err:
-            return result(UNKNOWN, f"unsupported: {err}", levels=levels)
-        except _Timeout as err:
-            if abstract_cex is not None:
-                # the IEEE model could not decide: the abstract counterexample stands
-                # (unconfirmed by the abstraction; execution may still confirm it)
-                levels.append("fp: ieee timed out")
-                return result(COUNTEREXAMPLE, abstract_cex.message, abstract_cex, levels)
-            return result(UNKNOWN, f"timeout after {timeout:g} s per query ({err})",
-                          levels=levels)
-        if cex is None:
-            return result(PROVED, levels=levels)
-        if options.confirm:
-            cex.confirmed_ieee = separates(src_prog, src_fn, tgt_prog, tgt_fn, cex,
-                                           timeout=min(options.timeout, 10.0))
-        if fp == "abstract" and options.refine_to_ieee and cex.confirmed_ieee is not True:
-            fp = "ieee"   # the abstraction may have invented this difference: refine
-            abstract_cex = cex
+    rungs = ladder(options.tir)
+    for rung_no, rung in enumerate(rungs):
+        # abstraction ladder (mlir-tv §6.3): climb on an unconfirmed counterexample or a
+        # timeout when the next rung makes precise what this one abstracted
+        nxt = rungs[rung_no + 1] if rung_no + 1 < len(rungs) else None
+        if rung.tir == "opaque" and nxt is not None and not opaque_can_prove(src_prog, tgt_prog):
             continue
-        return result(COUNTEREXAMPLE, cex.message, cex, levels)
+        levels.append("level: " + ", ".join(rung.describe()))
+        with abstraction_level(rung):
+            fp = options.fp
+            abstract_cex: Counterexample | None = None
+            enc = None
+            while True:
+                timeout = options.timeout if abstract_cex is None else min(options.timeout, 10.0)
+                try:
+                    enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
+                    levels.append(enc.level)
+                    levels.extend(sorted(enc.notes))
+                    cex = _find_counterexample(enc, timeout)
+                except Unsupported as err:
+                    if getattr(err, "ieee_only", False) and fp == "abstract":
+                        levels.append(f"fp: ieee ({err})")   # e.g. TIR reinterpret: bits
+                        fp = "ieee"
+                        continue
+                    return result(UNKNOWN, f"unsupported: {err}", levels=levels)
+                except _Timeout as err:
+                    if nxt is not None and enc is not None and worth_refining(rung, nxt, enc.notes):
+                        levels.append("timed out: refining")
+                        break
+                    if abstract_cex is not None:
+                        # the IEEE model could not decide: the abstract counterexample stands
+                        # (unconfirmed by the abstraction; execution may still confirm it)
+                        levels.append("fp: ieee timed out")
+                        return result(COUNTEREXAMPLE, abstract_cex.message, abstract_cex, levels)
+                    return result(UNKNOWN, f"timeout after {timeout:g} s per query ({err})",
+                                  levels=levels)
+                if cex is None:
+                    return result(PROVED, levels=levels)
+                if options.confirm:
+                    cex.confirmed_ieee = separates(src_prog, src_fn, tgt_prog, tgt_fn, cex,
+                                                   timeout=min(options.timeout, 10.0))
+                if cex.confirmed_ieee is not True and nxt is not None \
+                        and worth_refining(rung, nxt, enc.notes):
+                    levels.append("counterexample unconfirmed: refining")
+                    break
+                if fp == "abstract" and options.refine_to_ieee and cex.confirmed_ieee is not True:
+                    fp = "ieee"   # the abstraction may have invented this difference: refine
+                    abstract_cex = cex
+                    continue
+                return result(COUNTEREXAMPLE, cex.message, cex, levels)
+    return result(UNKNOWN, "no abstraction level decided", levels=levels)
 
 
 def check_programs(src: P.Program, tgt: P.Program, options: Options, pass_name: str | None = None,

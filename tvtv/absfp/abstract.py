@@ -14,6 +14,23 @@ counterexample that observes N distinct values maps to this domain when 2^k - 4 
 (`width.py` picks k from that count), so a proof here is a proof for IEEE floats.
 A counterexample here may be spurious (the UFs allow more than IEEE does): it is reported
 `unconfirmed` unless execution confirms it.
+
+Casts between float dtypes (mlir-tv §4.1, "Supporting Floating Point Casts"). When a run uses
+several float dtypes, they form a *chain* from narrow to wide (float16 or bfloat16 < float32 <
+float64) and each wider dtype's magnitude is split into three parts, most significant first:
+    limit bits (1)  |  truncated bits (the narrower dtype's magnitude width)  |  precision bits
+The limit bit says the value overflows the narrower dtype (the cast gives ±inf); the truncated
+bits are the narrower dtype's code of the value rounded toward zero; the precision bits are the
+offset from it (0: the value is exactly representable). Narrowing keeps the truncated bits when
+the precision bits are 0 and otherwise rounds up or down as an uninterpreted predicate of the
+value says (up from the narrow FLT_MAX is overflow to inf); widening is exact: truncated bits =
+the narrow magnitude, limit and precision bits 0. Casts that skip a link of the chain go through
+it (double rounding is admitted: every result a direct IEEE cast gives is among the admitted
+ones). Casts between dtypes not on one chain (float16 <-> bfloat16) are uninterpreted functions
+of the magnitude that keep NaN, ±inf, ±0 and the sign. A wider constant is tied to the narrower
+domain by a precondition (its truncated bits are the code of its value rounded toward zero in
+the narrow dtype, and the rounding predicate gives IEEE's round-to-nearest-even answer), so
+casts of constants are exact.
 """
 from __future__ import annotations
 
@@ -39,10 +56,14 @@ def round_to(value: float, dtype: str) -> float:
 class AbstractFloats(ScalarDomain):
     """The abstract domain of one float dtype."""
 
-    def __init__(self, owner: "AbstractModel", dtype: str) -> None:
+    def __init__(self, owner: "AbstractModel", dtype: str, k: int | None = None,
+                 narrow: "AbstractFloats | None" = None) -> None:
         self.owner = owner
         self.dtype = dtype
-        self.k = owner.mag_bits
+        # The magnitude is `limit(1) | truncated(narrow.k) | precision(p)` when `narrow` is set.
+        self.narrow = narrow
+        self.k = k if k is not None else owner.mag_bits
+        self.p = self.k - 1 - narrow.k if narrow is not None else 0
         self.sort = z3.BitVecSort(self.k + 1)
         self.NAN = (1 << self.k) - 1
         self.INF = (1 << self.k) - 2
@@ -247,21 +268,37 @@ class AbstractFloats(ScalarDomain):
 
 
 class AbstractModel(FloatModel):
-    """The abstract float model of a run. `mag_bits` is the magnitude width k."""
+    """The abstract float model of a run. `mag_bits` is the magnitude width k of the narrowest
+    float dtype; `float_dtypes` (the float dtypes the programs use) decides the cast chain and
+    the wider dtypes' split widths. Without it every dtype has width k and float casts are
+    uninterpreted functions (the paper's coarse level). `precise_casts=False` asks for that
+    coarse level even when a chain exists."""
 
     name = "abstract"
 
-    def __init__(self, mag_bits: int = 16) -> None:
+    def __init__(self, mag_bits: int = 16, float_dtypes: Sequence[str] = (),
+                 precise_casts: bool = True) -> None:
         super().__init__()
         if not 3 <= mag_bits <= 62:
             raise ValueError("magnitude width must be in 3..62")
         self.mag_bits = mag_bits
         self.used_ufs: set[str] = set()
         self._casts: dict[tuple[str, str], z3.FuncDeclRef] = {}
+        self.chain: list[str] = cast_chain(float_dtypes) if precise_casts else []
+
+    def width(self, dtype: str) -> int:
+        """Magnitude bits of `dtype`: k for the chain's first link, each later link adds a
+        limit bit, the previous link's width (truncated bits) and k precision bits."""
+        if dtype not in self.chain:
+            return self.mag_bits
+        return self.mag_bits + self.chain.index(dtype) * (1 + self.mag_bits)
 
     def _make_domain(self, dtype: str) -> ScalarDomain:
         if is_float(dtype):
-            return AbstractFloats(self, dtype)
+            narrow = None
+            if dtype in self.chain and self.chain.index(dtype) > 0:
+                narrow = self.domain(self.chain[self.chain.index(dtype) - 1])
+            return AbstractFloats(self, dtype, self.width(dtype), narrow)  # type: ignore[arg-type]
         if is_int(dtype):
             return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
         if is_bool(dtype):
@@ -269,51 +306,94 @@ class AbstractModel(FloatModel):
         raise Unsupported(f"dtype {dtype} is not supported")
 
     def describe(self) -> str:
-        return f"abstract (magnitude bits {self.mag_bits})"
+        widths = ", ".join(f"{d} {self.width(d)}" for d in self.chain)
+        return f"abstract (magnitude bits {self.mag_bits}" + (f"; casts split: {widths})" if len(self.chain) > 1 else ")")
 
     def preconditions(self) -> list[z3.BoolRef]:
         facts: list[z3.BoolRef] = []
-        for d in self._domains.values():
-            if isinstance(d, AbstractFloats):
-                facts += d.precondition()
+        # Wider links first: tying a wide constant to the narrow domain may add narrow constants.
+        floats = [d for d in self._domains.values() if isinstance(d, AbstractFloats)]
+        floats.sort(key=lambda d: -self.chain.index(d.dtype) if d.dtype in self.chain else 1)
+        for d in floats:
+            if d.narrow is not None:
+                facts += _truncation_precondition(self, d)
+        for d in floats:
+            facts += d.precondition()
         return facts
 
     # -- casts ---------------------------------------------------------------------------------
-    def _cast_uf(self, src: str, dst: str, dom_sort: z3.SortRef, rng: z3.SortRef):
-        if (src, dst) not in self._casts:
-            self._casts[(src, dst)] = z3.Function(f"absfp_cast_{src}_{dst}", dom_sort, rng)
-            self.used_ufs.add("cast")
-        return self._casts[(src, dst)]
+    def _cast_uf(self, src: str, dst: str, dom_sort: z3.SortRef, rng: z3.SortRef, kind: str = "cast"):
+        if (src, dst, kind) not in self._casts:
+            self._casts[(src, dst, kind)] = z3.Function(f"absfp_{kind}_{src}_{dst}", dom_sort, rng)
+            self.used_ufs.add(kind)
+        return self._casts[(src, dst, kind)]
 
     def cast(self, x, src: str, dst: str):
         if src == dst:
             return x
         s, d = self.domain(src), self.domain(dst)
         if isinstance(s, AbstractFloats) and isinstance(d, AbstractFloats):
-            # IEEE conversion keeps NaN, ±inf, ±0 and the sign; magnitudes are abstract
-            # (coarse level of the paper's cast ladder; the precise split is issue 5).
-            g = self._cast_uf(src, dst, s.mag(x).sort(), d.mag(x).sort())
-            mx = s.mag(x)
-            return z3.If(s.is_nan(x), d.nan(),
-                   z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF),
-                   z3.If(mx == 0, d.mk(s.sign(x), 0), d.mk(s.sign(x), g(mx)))))
+            return self._float_cast(x, s, d)
         if isinstance(d, BoolDomain):
-            return s.truthy(x)
+            return s.truthy(x)          # x != 0: NaN is True, ±0 False (numpy)
         if isinstance(s, BoolDomain):
             return z3.If(x, d.one(), d.zero())
         if isinstance(s, IntDomain) and isinstance(d, IntDomain):
             return _int_resize(x, s, d)
         if isinstance(s, IntDomain) and isinstance(d, AbstractFloats):
+            # Exact on 0 (+0) and on the sign; the magnitude is a function of the integer,
+            # never 0 or NaN for a nonzero integer (it may overflow to inf: 70000 -> float16).
             g = self._cast_uf(src, dst, s.sort, d.sort)
-            # 0 converts to +0, and the sign follows the integer's sign.
             sign = z3.If(s.lt(x, s.zero()), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
-            return z3.If(x == 0, d.mk(0, 0), d.mk(sign, d.mag(g(x))))
+            m = d.mag(g(x))
+            m = z3.If(m == 0, z3.BitVecVal(1, d.k), z3.If(m == d.NAN, z3.BitVecVal(d.INF, d.k), m))
+            return z3.If(x == 0, d.mk(0, 0), d.mk(sign, m))
         if isinstance(s, AbstractFloats) and isinstance(d, IntDomain):
-            # Out of range and NaN are UB (C 6.3.1.4), otherwise truncation toward zero.
+            # C 6.3.1.4 / LLVM fptosi: NaN, ±inf and values whose truncation does not fit the
+            # integer type are UB (the TVM VM returns INT_MIN or garbage there: measured).
+            # The abstract magnitude does not know the range: "out of range" is an
+            # uninterpreted predicate, false at ±0. Truncation of ±0 is 0.
+            oor = self._cast_uf(src, dst, s.sort, z3.BoolSort(), "cast_out_of_range")
             g = self._cast_uf(src, dst, s.sort, d.sort)
-            self.on_ub(z3.Or(s.is_nan(x), s.is_inf(x)), f"astype {src}->{dst} of NaN or inf")
+            self.on_ub(z3.Or(s.is_nan(x), s.is_inf(x), z3.And(s.mag(x) != 0, oor(x))),
+                       f"astype {src}->{dst} of NaN, inf or an out-of-range value")
             return z3.If(s.mag(x) == 0, d.zero(), g(x))
         raise Unsupported(f"astype {src} -> {dst}")
+
+    def _float_cast(self, x, s: "AbstractFloats", d: "AbstractFloats"):
+        if s.dtype in self.chain and d.dtype in self.chain:
+            i, j = self.chain.index(s.dtype), self.chain.index(d.dtype)
+            step = 1 if j > i else -1
+            for k in range(i, j, step):
+                a, b = self.domain(self.chain[k]), self.domain(self.chain[k + step])
+                x = self._widen(x, a, b) if step > 0 else self._narrow(x, a, b)  # type: ignore[arg-type]
+            return x
+        # Not on one chain: IEEE conversion keeps NaN, ±inf, ±0 and the sign; the magnitude
+        # is an uninterpreted function (the paper's fully abstract cast).
+        g = self._cast_uf(s.dtype, d.dtype, s.mag(x).sort(), z3.BitVecSort(d.k))
+        mx = s.mag(x)
+        return z3.If(s.is_nan(x), d.nan(),
+               z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF),
+               z3.If(mx == 0, d.mk(s.sign(x), 0), d.mk(s.sign(x), g(mx)))))
+
+    def _widen(self, x, s: "AbstractFloats", d: "AbstractFloats"):
+        """Exact: limit and precision bits 0, truncated bits = the narrow magnitude."""
+        mag = z3.Concat(z3.BitVecVal(0, 1), s.mag(x), z3.BitVecVal(0, d.p))
+        return z3.If(s.is_nan(x), d.nan(),
+               z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF), d.mk(s.sign(x), mag)))
+
+    def _narrow(self, x, s: "AbstractFloats", d: "AbstractFloats"):
+        """Round to nearest (IEEE 754 §4.3.1): overflow (limit bit) gives ±inf; exact values
+        (precision bits 0) keep their truncated bits; others round down (toward zero) or up
+        (the next narrow code; up from FLT_MAX is inf) as `round_up(value)` says. The sign
+        is kept, so a tiny value that rounds to zero gives a zero of its sign."""
+        lb, tb, pb = split(s, s.mag(x))
+        up = self._cast_uf(s.dtype, d.dtype, s.mag(x).sort(), z3.BoolSort(), "round_up")
+        rounded = z3.If(z3.And(pb != 0, up(s.mag(x))), tb + 1, tb)
+        overflow = z3.Or(lb != 0, z3.UGE(tb, d.INF))
+        mag = z3.If(overflow, z3.BitVecVal(d.INF, d.k), rounded)
+        return z3.If(s.is_nan(x), d.nan(),
+               z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF), d.mk(s.sign(x), mag)))
 
     # -- counterexamples -------------------------------------------------------------------------
     def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:
@@ -381,3 +461,70 @@ def _int_resize(x, s: IntDomain, d: IntDomain):
     if d.bits < s.bits:
         return z3.Extract(d.bits - 1, 0, x)
     return z3.SignExt(d.bits - s.bits, x) if s.signed else z3.ZeroExt(d.bits - s.bits, x)
+
+
+# Order of float dtypes from narrow to wide; float16 and bfloat16 are both narrower than
+# float32 but neither contains the other, so one chain takes only one of them (float16 first).
+_RANK = {"float16": 0, "bfloat16": 0, "float32": 1, "float64": 2}
+
+
+def cast_chain(float_dtypes: Sequence[str]) -> list[str]:
+    """The chain of split dtypes for a run using `float_dtypes` (empty with fewer than two)."""
+    present = sorted({d for d in float_dtypes if d in _RANK}, key=lambda d: (_RANK[d], d != "float16"))
+    chain: list[str] = []
+    for d in present:
+        if not chain or _RANK[d] > _RANK[chain[-1]]:
+            chain.append(d)
+    return chain if len(chain) > 1 else []
+
+
+def split(d: AbstractFloats, mag):
+    """(limit, truncated, precision) bits of a magnitude of split dtype `d`."""
+    assert d.narrow is not None
+    return (z3.Extract(d.k - 1, d.k - 1, mag), z3.Extract(d.k - 2, d.p, mag),
+            z3.Extract(d.p - 1, 0, mag) if d.p > 0 else z3.BitVecVal(0, 1))
+
+
+def narrow_code(n: AbstractFloats, value: float):
+    """The magnitude code of a non-negative finite `value` of the narrow dtype."""
+    if value == 0.0:
+        return z3.BitVecVal(0, n.k)
+    if value == n.max_value:
+        return z3.BitVecVal(n.MAX, n.k)
+    return n.const_mag(value)
+
+
+def _toward_zero(value: float, dtype: str) -> tuple[float, float]:
+    """(value rounded to nearest even in dtype, value rounded toward zero in dtype); value > 0."""
+    np_t = numpy_dtype(dtype).type
+    with np.errstate(over="ignore"):
+        r = np_t(value)
+    if float(r) <= value:
+        return float(r), float(r)
+    return float(r), float(np.nextafter(r, np_t(0)))
+
+
+def _truncation_precondition(model: AbstractModel, d: AbstractFloats) -> list[z3.BoolRef]:
+    """Tie every constant of split dtype `d` to its narrower dtype (mlir-tv's truncate
+    precondition): limit, truncated and precision bits as IEEE says, and the rounding
+    predicate of the narrowing cast giving round-to-nearest-even."""
+    n = d.narrow
+    assert n is not None
+    facts: list[z3.BoolRef] = []
+    up = model._cast_uf(d.dtype, n.dtype, z3.BitVecSort(d.k), z3.BoolSort(), "round_up")
+    for value, m in sorted(d.const_mags.items()):
+        lb, tb, pb = split(d, m)
+        nearest, floor = _toward_zero(value, n.dtype)
+        if math.isinf(nearest):
+            facts.append(lb != 0)
+            continue
+        facts += [lb == 0, tb == narrow_code(n, floor)]
+        if nearest == value:
+            facts.append(pb == 0)
+        else:
+            facts += [pb != 0, up(m) == z3.BoolVal(nearest > floor)]
+            if nearest > floor:
+                # floor and ceiling are neighbours in the narrow dtype; an order-preserving
+                # map of the observed values can give neighbours consecutive codes.
+                facts.append(narrow_code(n, nearest) == narrow_code(n, floor) + 1)
+    return facts

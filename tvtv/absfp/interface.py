@@ -109,13 +109,16 @@ class ScalarDomain(ABC):
 
 
 class FloatModel(ABC):
-    """A run's choice of float semantics: 'abstract' (mlir-tv) or 'ieee' (SMT FP theory)."""
+    """A run's choice of float semantics: 'abstract' (mlir-tv), 'ieee' (SMT FP theory) or
+    'real' (exact real arithmetic: correct up to rounding only)."""
 
     name: str
 
     def __init__(self) -> None:
         self.on_ub: UBCallback = lambda cond, why: None
         self._domains: dict[str, ScalarDomain] = {}
+        # Facts of the reduction interpretation (`reductions.py`), keyed by function name.
+        self.hash_facts: dict[str, z3.BoolRef] = {}
 
     def domain(self, dtype: str) -> ScalarDomain:
         if dtype not in self._domains:

@@ -48,6 +48,44 @@ def _function_count(fn: P.Function) -> int:
     return sum(_type_count(p.ty) for p in fn.params) + _body_count(fn.body)
 
 
+def _type_dtypes(ty: P.Type, out: set[str]) -> None:
+    if isinstance(ty, P.TensorType) and is_float(ty.dtype):
+        out.add(ty.dtype)
+    elif isinstance(ty, P.TupleType):
+        for f in ty.fields:
+            _type_dtypes(f, out)
+
+
+def _body_dtypes(body: P.Body, out: set[str]) -> None:
+    for b in body.bindings:
+        _type_dtypes(b.ty, out)
+        v = b.value
+        if isinstance(v, P.IfExpr):
+            _body_dtypes(v.then_body, out)
+            _body_dtypes(v.else_body, out)
+        if isinstance(v, P.FuncExpr):
+            _function_dtypes(v.func, out)
+        if isinstance(v, P.OpCall):
+            for c in v.args:
+                if isinstance(c, P.Const) and is_float(c.dtype):
+                    out.add(c.dtype)
+
+
+def _function_dtypes(fn: P.Function, out: set[str]) -> None:
+    for p in fn.params:
+        _type_dtypes(p.ty, out)
+    _body_dtypes(fn.body, out)
+
+
+def float_dtypes(programs: Iterable[P.Program]) -> list[str]:
+    """The float dtypes the programs' values have (sorted): they decide the cast chain."""
+    out: set[str] = set()
+    for prog in programs:
+        for f in prog.functions.values():
+            _function_dtypes(f, out)
+    return sorted(out)
+
+
 def count_values(programs: Iterable[P.Program]) -> int:
     """An upper bound on the distinct float values the programs can observe."""
     return sum(_function_count(f) for prog in programs for f in prog.functions.values())
@@ -55,6 +93,9 @@ def count_values(programs: Iterable[P.Program]) -> int:
 
 def magnitude_bits(programs: Iterable[P.Program]) -> tuple[int, bool]:
     """(k, exact): the smallest sound width, and whether it had to be capped."""
+    programs = list(programs)
     n = count_values(programs) + ENCODER_CONSTANTS
+    if len(float_dtypes(programs)) > 1:
+        n *= 2   # casts observe one more value each: the narrow value below the wide one
     k = max(MIN_BITS, math.ceil(math.log2(n + 4)))
     return min(k, MAX_BITS), k <= MAX_BITS

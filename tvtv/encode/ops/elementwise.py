@@ -625,8 +625,12 @@ def encode_clip(ctx: EncodeContext, call: OpCall, args: list) -> object:
 def encode_astype(ctx: EncodeContext, call: OpCall, args: list) -> object:
     """astype as numpy: float->float RNE keeping ±0/inf/NaN; float->int truncates, NaN/out of range UB; to bool: x != 0.
 
-    Int to int wraps; bool to numbers is 0/1; NaN converts to True. The conversions are the
-    float model's `cast` (abstract model: exact on special values, magnitudes uninterpreted).
+    Int to int wraps; bool to numbers is 0/1; NaN converts to True. Float to int out of range
+    is UB because TVM's VM returns values that depend on the tensor's length there (LLVM
+    fptosi poison: measured, tests/test_casts.py). The conversions are the float model's
+    `cast`: bit-exact in the IEEE model; in the abstract model the limit/truncated/precision
+    split of mlir-tv §4.1 along float16|bfloat16 < float32 < float64 (docs/float-models.md);
+    the identity between float dtypes in the real model.
     """
     x = tensor_arg(args, 0, call)
     ty = out_type(call)

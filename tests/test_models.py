@@ -1,0 +1,261 @@
+"""Float models (abstract, ieee, real), arithmetic settings, assumptions and solvers, end to end
+through `tvtv.verify`: what each proves and refutes, and that every choice is printed."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import z3
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvtv
+from tvtv.absfp.real import RealModel
+from tvtv.refinement import Options
+from tvtv.solvers import Query, to_smtlib
+
+
+def verdict(before, after, **kw):
+    kw.setdefault("confirm_vm", False)
+    (r,) = tvtv.verify(before, after, **kw).results
+    return r
+
+
+@I.ir_module
+class SumLeft:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32"), z: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.add(x, y)
+        b = R.add(a, z)
+        return b
+
+
+@I.ir_module
+class SumRight:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32"), z: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.add(y, z)
+        b = R.add(x, a)
+        return b
+
+
+@I.ir_module
+class Identity:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32"), z: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return x
+
+
+@I.ir_module
+class AddZero:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32"), z: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.add(x, R.const(0.0, "float32"))
+        return a
+
+
+@I.ir_module
+class TimesZero:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32"), z: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.multiply(x, R.const(0.0, "float32"))
+        b = R.multiply(a, a)
+        return b
+
+
+@I.ir_module
+class Zero:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32"), z: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.const(np.zeros((4,), "float32"))
+
+
+@I.ir_module
+class ReduceRows:
+    @R.function
+    def main(x: R.Tensor((4, 3), "float32")) -> R.Tensor((3,), "float32"):
+        s = R.sum(x, axis=[0])
+        return s
+
+
+@I.ir_module
+class ReduceFlippedRows:
+    @R.function
+    def main(x: R.Tensor((4, 3), "float32")) -> R.Tensor((3,), "float32"):
+        f = R.flip(x, axis=0)
+        s = R.sum(f, axis=[0])
+        return s
+
+
+@I.ir_module
+class RoundTripF16:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.astype(x, "float16")
+        b = R.astype(a, "float32")
+        return b
+
+
+@I.ir_module
+class IdentityF32:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return x
+
+
+@I.ir_module
+class ToF16:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float16"):
+        a = R.astype(x, "float16")
+        return a
+
+
+@I.ir_module
+class WidenNarrow:
+    @R.function
+    def main(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "float16"):
+        a = R.astype(x, "float64")
+        b = R.astype(a, "float32")
+        c = R.astype(b, "float16")
+        return c
+
+
+@I.ir_module
+class IdentityF16:
+    @R.function
+    def main(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "float16"):
+        return x
+
+
+# ---------------------------------------------------------------------------------------------
+# options
+# ---------------------------------------------------------------------------------------------
+def test_options_validate_with_one_line_errors():
+    for kw, allowed in [({"fp": "double"}, "abstract, ieee, real"), ({"solver": "yices"}, "z3, cvc5, both"),
+                        ({"assume": ("fast",)}, "no-nan, no-inf, no-signed-zeros")]:
+        with pytest.raises(ValueError) as err:
+            Options(**kw)
+        assert allowed in str(err.value) and "\n" not in str(err.value)
+    assert Options(assume=("no-inf", "no-nan", "no-inf")).assume == ("no-inf", "no-nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# models: what each proves
+# ---------------------------------------------------------------------------------------------
+def test_real_model_proves_reassociation_ieee_refutes_it():
+    r = verdict(SumLeft, SumRight, fp="real")
+    assert r.verdict == "proved"
+    assert "fp: real (correct up to rounding only)" in r.levels and r.fp_model == "real"
+    r = verdict(SumLeft, SumRight, fp="ieee")
+    assert r.verdict == "counterexample" and r.counterexample.confirmed_ieee
+    r = verdict(SumLeft, SumRight)   # default: abstract, then IEEE confirms
+    assert r.verdict == "counterexample" and r.counterexample.confirmed_ieee
+
+
+def test_real_model_still_refutes_wrong_algebra():
+    r = verdict(SumLeft, Identity, fp="real")
+    assert r.verdict == "counterexample"
+    x, y, z = (r.counterexample.inputs[n] for n in "xyz")
+    i = r.counterexample.index
+    assert float(x[i]) + float(y[i]) + float(z[i]) != float(x[i])
+
+
+def test_real_model_keeps_nan_and_inf():
+    """x * 0 is not 0 when x is NaN or inf, in the real model too."""
+    assert verdict(Zero, TimesZero, fp="real").verdict == "counterexample"
+    assert verdict(Zero, TimesZero, fp="real", assume=["no-nan", "no-inf"]).verdict == "proved"
+
+
+def test_precision_change_refuted_in_default_model_and_proved_in_real():
+    r = verdict(IdentityF32, RoundTripF16)
+    assert r.verdict == "counterexample"
+    assert r.counterexample.confirmed_ieee is True
+    x = r.counterexample.inputs["x"][r.counterexample.index]
+    assert float(np.float32(x).astype(np.float16)) != float(x)
+    assert verdict(IdentityF32, RoundTripF16, fp="real").verdict == "proved"
+
+
+def test_dtype_change_refuted():
+    r = verdict(IdentityF32, ToF16)
+    assert r.verdict == "counterexample" and r.counterexample.kind == "dtype"
+
+
+def test_widening_then_narrowing_is_identity_in_every_model():
+    for fp in ("abstract", "ieee", "real"):
+        r = verdict(IdentityF16, WidenNarrow, fp=fp)
+        assert r.verdict == "proved", (fp, r.to_dict())
+    assert any("casts split along float16" in lv for lv in verdict(IdentityF16, WidenNarrow).levels)
+
+
+# ---------------------------------------------------------------------------------------------
+# arithmetic settings
+# ---------------------------------------------------------------------------------------------
+def test_reassociation_of_reductions_is_a_printed_choice():
+    r = verdict(ReduceRows, ReduceFlippedRows)
+    assert r.verdict == "proved"
+    assert any(lv.startswith("reductions: reassociate") for lv in r.levels)
+    r = verdict(ReduceRows, ReduceFlippedRows, reassociate=False, refine_to_ieee=False)
+    assert r.verdict == "counterexample"
+    assert any(lv.startswith("reductions: fixed order") for lv in r.levels)
+
+
+# ---------------------------------------------------------------------------------------------
+# assumptions
+# ---------------------------------------------------------------------------------------------
+def test_no_signed_zeros():
+    assert verdict(Identity, AddZero).verdict == "counterexample"
+    r = verdict(Identity, AddZero, assume=["no-signed-zeros"])
+    assert r.verdict == "proved"
+    assert r.assumptions == ["no-signed-zeros: outputs are compared modulo the sign of zero"]
+    assert r.to_dict()["assumptions"] == r.assumptions
+
+
+def test_no_nan_no_inf_constrain_inputs():
+    assert verdict(Zero, TimesZero).verdict == "counterexample"
+    r = verdict(Zero, TimesZero, assume=["no-nan"])
+    assert r.verdict == "counterexample"          # inf * 0 is NaN still
+    x = r.counterexample.inputs["x"][r.counterexample.index]
+    assert math.isinf(x)
+    r = verdict(Zero, TimesZero, assume=["no-nan", "no-inf"])
+    # (x * 0)^2 = +0 for finite x: the sign of x * 0 squares away
+    assert r.verdict == "proved", r.to_dict()
+    assert len(r.assumptions) == 2
+
+
+def test_assumptions_reach_the_cli_options_via_api():
+    report = tvtv.verify(Zero, TimesZero, assume="no-nan,no-inf", confirm_vm=False)
+    assert report.results[0].verdict == "proved"
+
+
+# ---------------------------------------------------------------------------------------------
+# solvers
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", ["cvc5", "both"])
+def test_cvc5_proves_and_refutes(solver):
+    r = verdict(SumLeft, SumLeft, solver=solver)
+    assert r.verdict == "proved" and f"solver: {solver}" in r.levels
+    r = verdict(SumLeft, SumRight, solver=solver, fp="real")
+    assert r.verdict == "proved"
+    r = verdict(Identity, AddZero, solver=solver)
+    assert r.verdict == "counterexample"
+    assert r.counterexample.inputs["x"][r.counterexample.index] == 0.0
+
+
+def test_cvc5_reads_lambdas_arrays_bv_fp_datatypes():
+    i = z3.BitVec("i!0", 32)
+    fp = z3.FPSort(8, 24)
+    x = z3.Array("x", z3.BitVecSort(32), fp)
+    lam = z3.Lambda([i], z3.fpAdd(z3.RNE(), x[i], x[i]))
+    f = z3.Function("f", z3.ArraySort(z3.BitVecSort(32), fp), fp)
+    text = to_smtlib([f(lam) != f(x)])
+    assert "lambda" not in text and "forall" in text
+    q = Query("cvc5", 10)
+    q.add(f(lam) != f(z3.Lambda([i], z3.fpMul(z3.RNE(), x[i], z3.FPVal(2.0, fp)))))
+    assert q.check() == z3.unsat          # x+x = 2x elementwise, so the arrays are equal
+    rf = RealModel().domain("float32")
+    q = Query("both", 10)
+    a = rf.var("a")
+    q.add(z3.Not(rf.same(rf.add(a, rf.const(1.0)), rf.add(rf.const(1.0), a))))
+    assert q.check() == z3.unsat and q.answers == {"cvc5": "unsat", "z3": "unsat"}

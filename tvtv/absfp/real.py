@@ -1,0 +1,274 @@
+"""The real-arithmetic float model (`--fp real`): correct up to rounding only.
+
+A float is a value of the datatype `RealFloat = fin(val: Real) | pinf | ninf | nan`: finite
+floats are *exact* real numbers, with IEEE's infinities and NaN kept as in the abstract model
+(NaN propagates, inf - inf and 0 * inf are NaN, x / 0 is ±inf and 0 / 0 NaN). +, -, *, / are
+exact real operations on finite values, every float dtype is the same set of reals (a cast
+between float dtypes is the identity: no rounding, no overflow), and sums are exact, so they
+are associative and commutative. A proof in this model says the rewrite is an identity of
+real arithmetic: it is *correct up to rounding*, not bit-exact (the verdict says so).
+
+Restrictions (documented in docs/float-models.md): there is one zero (signed zeros are not
+distinguished: x / 0 takes the sign of x, as if the zero were +0); constants are the exact
+values of the dtype's floats (`float32(0.1)`, not 1/10), so FoldConstant's rounded folds are
+refuted unless the fold is exact; transcendental functions are uninterpreted functions of the
+real value with the special values of `special.py`; floor, ceil and trunc are exact.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Sequence
+
+import z3
+
+from tvtv.absfp import special
+from tvtv.absfp.abstract import _int_resize, round_to
+from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float, is_int
+from tvtv.absfp.integers import BoolDomain, IntDomain
+from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv.errors import Unsupported
+
+
+def _make_sort() -> tuple[z3.DatatypeSortRef, Any]:
+    dt = z3.Datatype("RealFloat")
+    dt.declare("fin", ("val", z3.RealSort()))
+    dt.declare("pinf")
+    dt.declare("ninf")
+    dt.declare("nan")
+    return dt.create(), dt
+
+
+RF, _ = _make_sort()
+
+
+def real_const(value: float) -> z3.ArithRef:
+    """The exact rational value of a finite float."""
+    f = Fraction(value)
+    return z3.RealVal(f"{f.numerator}/{f.denominator}") if f.denominator != 1 else z3.RealVal(f.numerator)
+
+
+# Functions whose value on (positive, for sqrt and rsqrt) finite reals is positive.
+_POSITIVE = ("exp", "cosh", "sqrt", "rsqrt")
+
+
+class RealFloats(ScalarDomain):
+    """Floats of one dtype as extended reals."""
+
+    def __init__(self, owner: "RealModel", dtype: str) -> None:
+        self.owner = owner
+        self.dtype = dtype
+        self.sort = RF
+        self._ufs: dict[str, z3.FuncDeclRef] = {}
+
+    # -- values ---------------------------------------------------------------------------------
+    def fin(self, v: z3.ArithRef) -> z3.ExprRef:
+        return RF.fin(v)
+
+    def val(self, x: z3.ExprRef) -> z3.ArithRef:
+        return RF.val(x)
+
+    def is_fin(self, x):
+        return RF.is_fin(x)
+
+    def const(self, value: Any) -> z3.ExprRef:
+        v = round_to(float(value), self.dtype)
+        if math.isnan(v):
+            return RF.nan
+        if math.isinf(v):
+            return RF.pinf if v > 0 else RF.ninf
+        return RF.fin(real_const(v))
+
+    def nan(self):
+        return RF.nan
+
+    def is_nan(self, x):
+        return RF.is_nan(x)
+
+    def is_inf(self, x):
+        return z3.Or(RF.is_pinf(x), RF.is_ninf(x))
+
+    def _zero(self, x):
+        return z3.And(RF.is_fin(x), RF.val(x) == 0)
+
+    def _positive(self, x):
+        """x > 0 or x = +inf."""
+        return z3.Or(RF.is_pinf(x), z3.And(RF.is_fin(x), RF.val(x) > 0))
+
+    def _negative(self, x):
+        return z3.Or(RF.is_ninf(x), z3.And(RF.is_fin(x), RF.val(x) < 0))
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    def add(self, a, b):
+        nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(RF.is_pinf(a), RF.is_ninf(b)),
+                    z3.And(RF.is_ninf(a), RF.is_pinf(b)))
+        return z3.If(nan, RF.nan,
+               z3.If(self.is_inf(a), a,
+               z3.If(self.is_inf(b), b, RF.fin(RF.val(a) + RF.val(b)))))
+
+    def sub(self, a, b):
+        return self.add(a, self.neg(b))
+
+    def _signed_inf(self, negative):
+        return z3.If(negative, RF.ninf, RF.pinf)
+
+    def mul(self, a, b):
+        nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(self.is_inf(a), self._zero(b)),
+                    z3.And(self._zero(a), self.is_inf(b)))
+        neg = self._negative(a) != self._negative(b)
+        return z3.If(nan, RF.nan,
+               z3.If(z3.Or(self.is_inf(a), self.is_inf(b)), self._signed_inf(neg),
+                     RF.fin(RF.val(a) * RF.val(b))))
+
+    def div(self, a, b):
+        nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(self.is_inf(a), self.is_inf(b)),
+                    z3.And(self._zero(a), self._zero(b)))
+        neg = self._negative(a) != self._negative(b)
+        return z3.If(nan, RF.nan,
+               z3.If(self.is_inf(a), self._signed_inf(neg),
+               z3.If(self.is_inf(b), RF.fin(z3.RealVal(0)),
+               z3.If(self._zero(b), self._signed_inf(self._negative(a)),   # the zero is +0
+                     RF.fin(RF.val(a) / RF.val(b))))))
+
+    def neg(self, a):
+        return z3.If(RF.is_fin(a), RF.fin(-RF.val(a)),
+               z3.If(RF.is_pinf(a), RF.ninf, z3.If(RF.is_ninf(a), RF.pinf, RF.nan)))
+
+    def abs(self, a):
+        return z3.If(self._negative(a), self.neg(a), a)
+
+    # -- comparisons ----------------------------------------------------------------------------
+    def lt(self, a, b):
+        both_fin = z3.And(RF.is_fin(a), RF.is_fin(b))
+        return z3.Or(z3.And(both_fin, RF.val(a) < RF.val(b)),
+                     z3.And(RF.is_ninf(a), z3.Not(RF.is_ninf(b)), z3.Not(RF.is_nan(b))),
+                     z3.And(RF.is_pinf(b), z3.Not(RF.is_pinf(a)), z3.Not(RF.is_nan(a))))
+
+    def eq(self, a, b):
+        return z3.And(z3.Not(RF.is_nan(a)), a == b)
+
+    def same(self, a, b):
+        return a == b     # one NaN, one zero
+
+    # -- functions -----------------------------------------------------------------------------
+    def _uf(self, name: str, arity: int) -> z3.FuncDeclRef:
+        if name not in self._ufs:
+            self._ufs[name] = z3.Function(f"real_{name}", *([z3.RealSort()] * (arity + 1)))
+        return self._ufs[name]
+
+    def unary(self, fname: str, x):
+        v = RF.val(x)
+        if fname in ("floor", "ceil", "trunc"):
+            fl = z3.ToReal(z3.ToInt(v))                     # floor, exactly
+            ce = -z3.ToReal(z3.ToInt(-v))
+            r = {"floor": fl, "ceil": ce, "trunc": z3.If(v >= 0, fl, ce)}[fname]
+            return z3.If(RF.is_fin(x), RF.fin(r), x)
+        rule = special.UNARY_RULES.get(fname)
+        if rule is None:
+            raise Unsupported(f"float function {fname}")
+        f = self._uf(fname, 1)
+        if rule.odd:
+            general = RF.fin(z3.If(v < 0, -f(-v), f(v)))
+        elif fname in _POSITIVE:
+            # exp, cosh everywhere and sqrt, rsqrt of positive reals are positive (> 0, not
+            # just ≥ 0): without it 1 / sqrt(v) could divide by zero in the model
+            h = f(v)
+            general = RF.fin(z3.If(h > 0, h, z3.RealVal(1)))
+        elif rule.nonneg:
+            h = f(v)
+            general = RF.fin(z3.If(h < 0, -h, h))
+        else:
+            general = RF.fin(f(v))
+        if rule.nan_below_zero:
+            general = z3.If(v < 0, RF.nan, general)
+        cases = {"nan": RF.is_nan(x), "+inf": RF.is_pinf(x), "-inf": RF.is_ninf(x),
+                 "+0": self._zero(x), "+1": x == self.const(1.0), "-1": x == self.const(-1.0)}
+        result = general
+        for key, cond in cases.items():
+            if key in rule.specials:
+                out = rule.specials[key]
+                result = z3.If(cond, x if out == "x" else self.const(out), result)
+        return result
+
+    def binary(self, fname: str, a, b):
+        if fname not in special.BINARY_UF:
+            raise Unsupported(f"float function {fname}")
+        f = self._uf(fname, 2)
+        general = z3.If(z3.Or(self.is_nan(a), self.is_nan(b), self.is_inf(a), self.is_inf(b)),
+                        RF.nan, RF.fin(f(RF.val(a), RF.val(b))))
+        if fname == "pow":
+            one = self.const(1.0)
+            return z3.If(z3.Or(self._zero(b), a == one), one, general)
+        return general
+
+
+class RealModel(FloatModel):
+    """Floats as exact reals (plus ±inf and NaN); integers and bools exact as in every model."""
+
+    name = "real"
+
+    def _make_domain(self, dtype: str) -> ScalarDomain:
+        if is_float(dtype):
+            return RealFloats(self, dtype)
+        if is_int(dtype):
+            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
+        if is_bool(dtype):
+            return BoolDomain()
+        raise Unsupported(f"dtype {dtype} is not supported")
+
+    def describe(self) -> str:
+        return "real (correct up to rounding only)"
+
+    def cast(self, x, src: str, dst: str):
+        if src == dst:
+            return x
+        s, d = self.domain(src), self.domain(dst)
+        if isinstance(s, RealFloats) and isinstance(d, RealFloats):
+            return x               # no rounding, no overflow: the point of this model
+        if isinstance(d, BoolDomain):
+            return s.truthy(x)
+        if isinstance(s, BoolDomain):
+            return z3.If(x, d.one(), d.zero())
+        if isinstance(s, IntDomain) and isinstance(d, IntDomain):
+            return _int_resize(x, s, d)
+        if isinstance(s, IntDomain) and isinstance(d, RealFloats):
+            return RF.fin(z3.ToReal(z3.BV2Int(x, is_signed=s.signed)))
+        if isinstance(s, RealFloats) and isinstance(d, IntDomain):
+            # truncation toward zero; NaN, ±inf and out of range are UB (as in the IEEE model)
+            v = RF.val(x)
+            t = z3.If(v >= 0, z3.ToInt(v), -z3.ToInt(-v))
+            lo = -(1 << (d.bits - 1)) if d.signed else 0
+            hi = (1 << (d.bits - 1)) if d.signed else (1 << d.bits)
+            self.on_ub(z3.Or(z3.Not(RF.is_fin(x)), t < lo, t >= hi),
+                       f"astype {src}->{dst} of NaN, inf or an out-of-range value")
+            return z3.Int2BV(t, d.bits)
+        raise Unsupported(f"astype {src} -> {dst}")
+
+    def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:
+        out: list[Any] = []
+        for term, dtype in terms:
+            v = model.eval(term, model_completion=True)
+            if is_bool(dtype):
+                out.append(z3.is_true(v) if z3.is_bool(v) and (z3.is_true(v) or z3.is_false(v)) else None)
+            elif is_int(dtype):
+                if not z3.is_bv_value(v):
+                    out.append(None)
+                    continue
+                bits, signed = INT_FORMATS[dtype]
+                iv = v.as_long()
+                out.append(iv - (1 << bits) if signed and iv >> (bits - 1) else iv)
+            else:
+                out.append(_real_float(model, v))
+        return out
+
+
+def _real_float(model: z3.ModelRef, v: z3.ExprRef) -> float | None:
+    for test, value in ((RF.is_nan, math.nan), (RF.is_pinf, math.inf), (RF.is_ninf, -math.inf)):
+        if z3.is_true(model.eval(test(v), model_completion=True)):
+            return value
+    r = model.eval(RF.val(v), model_completion=True)
+    if z3.is_rational_value(r):
+        return float(Fraction(r.numerator_as_long(), r.denominator_as_long()))
+    if z3.is_algebraic_value(r):
+        return float(r.approx(20).as_fraction())
+    return None

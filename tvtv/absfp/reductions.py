@@ -1,0 +1,89 @@
+"""How a float model interprets the reductions the encoders leave uninterpreted.
+
+`tvtv.encode.reduction.uf_of_terms` asks the encode context for an uninterpreted function
+named `sum_<dtype>_<n>` (or `prod_...`) and applies it to the n terms (or to an array holding
+them). Two arithmetic settings change what that function is:
+
+- **reassociate** (default on): a float sum is a function of the *multiset* of its terms,
+  whatever their order (Relax leaves the summation order unspecified, and TVM's passes and
+  schedules reorder reductions freely). Encoded as mlir-tv §5.3 does, with a hash:
+  `sum(t_1..t_n) = F(h(t_1) + ... + h(t_n))` with `h`, `F` uninterpreted, the hash an
+  unbounded integer (mlir-tv uses bit-vectors; integers need no width argument, and Z3's
+  arithmetic closes such sums under congruence fast), and `h(-0.0) = 0` (adding -0.0
+  never changes a sum). Sound: some `h` is injective on the multisets the programs sum.
+  Off: the sum is a function of the ordered term list (the reduction order is fixed).
+- **real model**: a sum is the exact real sum of its terms, a product the exact product, a
+  dot product (`dot_<dtype>_<n>` of two term arrays) the exact sum of products.
+
+With reassociation on, the abstraction ladder's coarse "dot as a function" (`dot_<dtype>_<n>`)
+is the hashed multiset of its products too: a dot product whose terms are permuted (a layout
+change) is then the same value, which a function of the two term arrays cannot show without
+array extensionality (Z3 times out on that).
+
+`interpret` returns a callable to use instead of the uninterpreted function, or None.
+"""
+from __future__ import annotations
+
+import re
+from functools import reduce
+from typing import Callable
+
+import z3
+
+from tvtv.absfp.dtypes import is_float
+from tvtv.absfp.interface import FloatModel
+
+_NAME = re.compile(r"^(sum|prod|dot)_(\w+?)_(\d+)$")
+
+
+def _terms(args: tuple, n: int, elem_sort: z3.SortRef) -> list[z3.ExprRef]:
+    """The n terms of a reduction, given as n arguments or as one array holding them."""
+    # (a lambda-built array is a QuantifierRef, not an ArrayRef: test the sort)
+    if len(args) == 1 and args[0].sort().kind() == z3.Z3_ARRAY_SORT and n != 1:
+        width = args[0].sort().domain().size()
+        return [z3.Select(args[0], z3.BitVecVal(k, width)) for k in range(n)]
+    return list(args)
+
+
+def interpret(model: FloatModel, name: str, sorts: tuple[z3.SortRef, ...],
+              reassociate: bool) -> Callable[..., z3.ExprRef] | None:
+    m = _NAME.match(name)
+    if m is None:
+        return None
+    kind, dtype, n = m.group(1), m.group(2), int(m.group(3))
+    if not is_float(dtype):
+        return None
+    dom = model.domain(dtype)
+    if kind == "dot":
+        def products(a: z3.ExprRef, b: z3.ExprRef) -> list[z3.ExprRef]:
+            width = a.sort().domain().size()
+            return [dom.mul(z3.Select(a, z3.BitVecVal(k, width)), z3.Select(b, z3.BitVecVal(k, width)))
+                    for k in range(n)]
+        if model.name == "real":
+            return lambda a, b: reduce(dom.add, products(a, b))
+        if not reassociate:
+            return None     # the coarse "dot as a function" rung of the abstraction ladder
+        h, f = _hash_functions(model, "sum", dtype, dom)
+        return lambda a, b: f(z3.Sum([h(t) for t in products(a, b)]))
+    if model.name == "real":
+        step = dom.add if kind == "sum" else dom.mul
+
+        def exact(*args: z3.ExprRef) -> z3.ExprRef:
+            return reduce(step, _terms(args, n, dom.sort))
+        return exact
+    if not reassociate:
+        return None
+    h, f = _hash_functions(model, kind, dtype, dom)
+
+    def multiset(*args: z3.ExprRef) -> z3.ExprRef:
+        return f(z3.Sum([h(t) for t in _terms(args, n, dom.sort)]))
+    return multiset
+
+
+def _hash_functions(model: FloatModel, kind: str, dtype: str, dom) -> tuple[z3.FuncDeclRef, z3.FuncDeclRef]:
+    """`h` (term -> Int) and `F` (Int -> value) of the multiset encoding, with h(unit) = 0."""
+    h = z3.Function(f"absfp_hash_{kind}_{dtype}", dom.sort, z3.IntSort())
+    f = z3.Function(f"absfp_{kind}_of_hash_{dtype}", z3.IntSort(), dom.sort)
+    unit = dom.const(-0.0 if kind == "sum" else 1.0)
+    model.hash_facts[h.name()] = h(unit) == 0   # adding -0.0 (multiplying by 1) changes nothing
+    return h, f

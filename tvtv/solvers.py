@@ -1,0 +1,178 @@
+"""Solver back ends: Z3 (the default), cvc5, or both with a cross-check.
+
+The encoders build Z3 terms. cvc5 gets the same query as SMT-LIB 2 text (Z3's printer) read by
+cvc5's own parser. Two things need translating: Z3's arrays built as `lambda`s, which SMT-LIB
+arrays cannot be in cvc5, become fresh array constants with a universally quantified
+definition (`forall i. A[i] = body(i)`, after beta-reducing selects of lambdas); and symbols
+Z3 names with `!` are quoted. A lambda that refers to an enclosing lambda's index cannot be
+lifted that way and makes the cvc5 query unsupported.
+
+cvc5 decides; when it says *sat*, the counterexample is read from Z3's model of the same
+query (Z3 is asked with the same timeout; if it cannot find one the query stays undecided).
+`both` asks both solvers and records a disagreement (one says sat, the other unsat), which
+the verdict reports instead of trusting either, as mlir-tv's "inconsistent output" does.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import z3
+
+from tvtv.errors import Unsupported
+
+SOLVERS = ("z3", "cvc5", "both")
+
+
+class Query:
+    """One satisfiability query: `add` facts, `check`, then `model` (a Z3 model) if sat."""
+
+    def __init__(self, backend: str = "z3", timeout: float = 30.0) -> None:
+        if backend not in SOLVERS:
+            raise ValueError(f"unknown solver {backend!r} (choose from {', '.join(SOLVERS)})")
+        self.backend = backend
+        self.timeout = timeout
+        self.z3 = z3.Solver()
+        self.z3.set("timeout", max(1, int(timeout * 1000)))
+        self.facts: list[z3.BoolRef] = []
+        self.answers: dict[str, str] = {}
+        self.disagreement: str | None = None
+        self._reason = ""
+
+    def add(self, *facts: z3.BoolRef) -> None:
+        self.facts.extend(facts)
+        self.z3.add(*facts)
+
+    def reason_unknown(self) -> str:
+        return self._reason
+
+    def model(self) -> z3.ModelRef:
+        return self.z3.model()
+
+    def check(self) -> z3.CheckSatResult:
+        if self.backend == "z3":
+            r = self.z3.check()
+            self.answers["z3"] = str(r)
+            self._reason = self.z3.reason_unknown() if r == z3.unknown else ""
+            return r
+        c = check_cvc5(self.facts, self.timeout)
+        self.answers["cvc5"] = str(c)
+        if self.backend == "cvc5" and c != z3.sat:
+            if c == z3.unknown:
+                self._reason = "cvc5: unknown (timeout, or a query it cannot read)"
+            return c
+        z = self.z3.check()    # cvc5 said sat (a model is needed), or both solvers are asked
+        self.answers["z3"] = str(z)
+        if z != z3.unknown and c != z3.unknown and z != c:
+            self.disagreement = f"z3 says {z}, cvc5 says {c}"
+            self._reason = "solvers disagree: " + self.disagreement
+            return z3.unknown
+        if z == z3.unknown and c == z3.sat:
+            self._reason = "cvc5 found the query satisfiable but z3 gave no model to decode"
+            return z3.unknown
+        if z == z3.unknown and c == z3.unknown:
+            self._reason = f"z3: {self.z3.reason_unknown()}; cvc5: unknown"
+        return z if z != z3.unknown else c
+
+
+# ------------------------------------------------------------------------------------------------
+# translation to cvc5
+# ------------------------------------------------------------------------------------------------
+def _open_vars(e: z3.ExprRef, depth: int = 0) -> bool:
+    """Does `e` mention a de Bruijn variable bound outside it (index ≥ depth)?"""
+    seen: set[tuple[int, int]] = set()
+    stack = [(e, depth)]
+    while stack:
+        t, d = stack.pop()
+        key = (t.get_id(), d)
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_var(t):
+            if z3.get_var_index(t) >= d:
+                return True
+        elif z3.is_quantifier(t):
+            stack.append((t.body(), d + t.num_vars()))
+        elif z3.is_app(t):
+            stack.extend((c, d) for c in t.children())
+    return False
+
+
+def _find_lambda(terms: Sequence[z3.ExprRef]) -> z3.QuantifierRef | None:
+    """A closed lambda occurring in `terms` (innermost first), or None."""
+    seen: set[int] = set()
+    stack = list(terms)
+    found: z3.QuantifierRef | None = None
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_quantifier(t):
+            if t.is_lambda() and not _open_vars(t):
+                found = t
+            stack.append(t.body())
+        elif z3.is_app(t):
+            stack.extend(t.children())
+    return found
+
+
+def lift_lambdas(facts: Sequence[z3.BoolRef], limit: int = 2000) -> list[z3.BoolRef]:
+    """Equisatisfiable facts without lambda terms: each closed lambda becomes a fresh array
+    with a quantified definition."""
+    facts = [z3.simplify(f) for f in facts]
+    defs: list[z3.BoolRef] = []
+    for k in range(limit):
+        lam = _find_lambda(facts + defs)
+        if lam is None:
+            return facts + defs
+        arr = z3.Const(f"tvtv_lifted_{k}", lam.sort())
+        dom = lam.sort().domain()
+        i = z3.Const(f"tvtv_lifted_{k}_i", dom)
+        body = z3.simplify(z3.Select(lam, i))
+        facts = [z3.substitute(f, (lam, arr)) for f in facts]
+        defs = [z3.substitute(f, (lam, arr)) for f in defs]
+        defs.append(z3.ForAll([i], z3.Select(arr, i) == body))
+    raise Unsupported("cvc5: too many lambda terms to lift")
+
+
+_BANG = re.compile(r"(?<![|\w#?])([A-Za-z_][\w.\-]*![\w!.\-]*)")
+
+
+def to_smtlib(facts: Sequence[z3.BoolRef]) -> str:
+    """The query as SMT-LIB 2 text that cvc5's parser reads."""
+    s = z3.Solver()
+    s.add(*lift_lambdas(facts))
+    text = s.to_smt2()
+    if "(lambda" in text:
+        raise Unsupported("cvc5: a lambda refers to an enclosing lambda's index")
+    return "(set-logic ALL)\n" + _BANG.sub(r"|\1|", text)
+
+
+def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult:
+    """cvc5's answer to the conjunction of `facts` (unknown on timeout or parse failure)."""
+    import cvc5
+
+    try:
+        text = to_smtlib(facts)
+    except Unsupported:
+        return z3.unknown
+    tm = cvc5.TermManager()
+    slv = cvc5.Solver(tm)
+    slv.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+    sm = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(slv, sm)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "tvtv")
+    answer = ""
+    try:
+        while True:
+            cmd = parser.nextCommand()
+            if cmd.isNull():
+                break
+            out = cmd.invoke(slv, sm)
+            if out.strip():
+                answer = out.strip()
+    except RuntimeError:
+        return z3.unknown
+    return {"sat": z3.sat, "unsat": z3.unsat}.get(answer, z3.unknown)
+

@@ -76,14 +76,24 @@ def resolve_pass(pass_or_name: Any) -> tuple[str, list[Any], Any]:
     raise InputError(f"expected a pass name or a tvm.transform.Pass, got {type(pass_or_name).__name__}")
 
 
-def check_pass(pass_or_name: Any, module: Any, fp: str = "abstract", timeout: float = 30.0,
-               label: str | None = None, **options: Any) -> Report:
-    """Run the pass (after its prerequisites) on `module` and check the result refines its
-    input. A pass that crashes makes the verdict `unknown` with TVM's message."""
+class PassFailed(Exception):
+    """TVM rejected the module in the pass or a prerequisite: `message` is TVM's last line."""
+
+    def __init__(self, name: str, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.name, self.message, self.seconds = name, message, seconds
+
+    def result(self, label: str, fp: str = "abstract") -> Result:
+        return Result(label, self.name, UNKNOWN, self.seconds, f"the pass failed: {self.message}",
+                      fp_model=fp)
+
+
+def run_pass(pass_or_name: Any, mod: Any) -> tuple[str, Any, Any, float]:
+    """(pass name, source, target, seconds): the source is `mod` after the pass's
+    prerequisites, the target that module after the pass. Raises PassFailed when TVM rejects
+    the module."""
     name, pre, pass_obj = resolve_pass(pass_or_name)
-    mod = _as_module(module, "module")
     start = time.perf_counter()
-    label = label or name
     try:
         for p in pre:
             mod = tvm_bridge.apply(p, mod)
@@ -92,10 +102,22 @@ def check_pass(pass_or_name: Any, module: Any, fp: str = "abstract", timeout: fl
         raise
     except Exception as err:  # TVM errors: the pass (or a prerequisite) rejected the module
         msg = str(err).strip().splitlines()
-        return Report([Result(label, name, UNKNOWN, time.perf_counter() - start,
-                              f"the pass failed: {msg[-1] if msg else type(err).__name__}")])
-    pass_seconds = time.perf_counter() - start
-    report = verify(mod, after, fp=fp, timeout=timeout, pass_name=name, label=label, **options)
+        raise PassFailed(name, msg[-1] if msg else type(err).__name__,
+                         time.perf_counter() - start) from None
+    return name, mod, after, time.perf_counter() - start
+
+
+def check_pass(pass_or_name: Any, module: Any, fp: str = "abstract", timeout: float = 30.0,
+               label: str | None = None, **options: Any) -> Report:
+    """Run the pass (after its prerequisites) on `module` and check the result refines its
+    input. A pass that crashes makes the verdict `unknown` with TVM's message."""
+    mod = _as_module(module, "module")
+    try:
+        name, source, target, pass_seconds = run_pass(pass_or_name, mod)
+    except PassFailed as failed:
+        return Report([failed.result(label or failed.name, fp)])
+    label = label or name
+    report = verify(source, target, fp=fp, timeout=timeout, pass_name=name, label=label, **options)
     for r in report.results:   # a result's time is the whole case: the pass and the check
         r.seconds += pass_seconds
     return report

@@ -258,22 +258,10 @@ def _run_pass(case: Case, config: RunConfig, mod: Any, verify: Callable[..., Any
     """As `tvtv.check_pass`, keeping the modules: the source is the module after the
     prerequisites, the target that module after the pass."""
     from tvtv import api
-    from tvtv.errors import TvtvError
-    from tvtv.ir import tvm_bridge
-    name, pre, pass_obj = api.resolve_pass(config.pass_name)
-    start = time.perf_counter()
     try:
-        for p in pre:
-            mod = tvm_bridge.apply(p, mod)
-        after = tvm_bridge.apply(pass_obj, mod)
-    except TvtvError:
-        raise
-    except Exception as err:  # TVM errors: the pass (or a prerequisite) rejected the module
-        msg = str(err).strip().splitlines()
-        return [(None, None, Result(case.label, name, UNKNOWN, time.perf_counter() - start,
-                                    f"the pass failed: {msg[-1] if msg else type(err).__name__}",
-                                    fp_model=config.fp))]
-    pass_seconds = time.perf_counter() - start
+        name, mod, after, pass_seconds = api.run_pass(config.pass_name, mod)
+    except api.PassFailed as failed:
+        return [(None, None, failed.result(case.label, config.fp))]
     report = verify(mod, after, pass_name=name, label=case.label)
     for r in report.results:   # a result's time is the whole case: the pass and the check
         r.seconds += pass_seconds

@@ -15,7 +15,8 @@ class EncodeContext:
     """What an op encoder may use: the float model, UB recording, shared UFs.
 
     `ub` collects (condition, reason) pairs: the side is undefined when any condition holds.
-    Conditions recorded inside an `If` branch are guarded by the branch's path condition.
+    Conditions recorded inside an `If` branch are guarded by the branch's path condition;
+    `path` is also where the TIR encoder keeps its guards (`tvtv/encode/tir/interpreter.py`).
     """
 
     model: FloatModel
@@ -29,9 +30,10 @@ class EncodeContext:
         return self.model.domain(dtype)
 
     def add_ub(self, cond: z3.BoolRef, reason: str) -> None:
-        cond = close_over_live_indices(cond)   # UB of some element, not of a chosen one
-        guard = z3.And(*self.path, cond) if self.path else cond
-        self.ub.append((guard, reason))
+        # UB of some element, not of a chosen one. The path is closed over too: a TIR path
+        # condition (a guard, a written box) mentions the index of the lambda being built.
+        cond = close_over_live_indices(z3.And(*self.path, cond) if self.path else cond)
+        self.ub.append((cond, reason))
 
     def well_defined(self) -> z3.BoolRef:
         return z3.And(*[z3.Not(c) for c, _ in self.ub]) if self.ub else z3.BoolVal(True)

@@ -100,7 +100,6 @@ class PrimFuncEncoder:
         self.state: dict[str, Tensor] = {}
         # element of a buffer at a multi-index: the producer's body, inlined at each load
         self.readers: dict[str, Reader] = {}
-        self.guards: list[z3.BoolRef] = []
         self.memo: dict[tuple, tuple[z3.ExprRef, tuple]] = {}
         # iter vars of enclosing blocks that only scope other loops and blocks, by id
         self.aliases: dict[str, Loop | int] = {}
@@ -151,19 +150,38 @@ class PrimFuncEncoder:
         return Unsupported(f"TIR {what} in PrimFunc {self.where}")
 
     # -- UB --------------------------------------------------------------------------------------
+    # The UB guard rule: a UB condition holds only where the operation runs. An operation runs
+    # under the path condition of its evaluation: the taken branch of `T.if_then_else`, the
+    # written box of a bulk write, the extent combination of a varying-extent reduction, and,
+    # for a producer's element inlined at a load, the consumer's path at that load together
+    # with "the load's index is in bounds" (out of bounds, the load itself is the UB). The
+    # path lives on the shared `EncodeContext.path`, not on this encoder: a reader of another
+    # PrimFunc's output runs that PrimFunc's encoder, and the float model's own UB (a cast out
+    # of range, an integer division by zero) goes straight to `ctx.add_ub`; both must see the
+    # consumer's path. (A producer's element at an in-bounds index was already evaluated, over
+    # every index, when the producer wrote it: its UB is recorded there unconditionally.)
+    @property
+    def guards(self) -> list[z3.BoolRef]:
+        """The path condition in force (Relax `If` branches, then TIR guards)."""
+        return self.ctx.path
+
     @contextmanager
     def guard(self, cond: z3.BoolRef) -> Iterator[None]:
-        self.guards.append(cond)
+        if z3.is_true(cond):
+            yield
+            return
+        self.ctx.path.append(cond)
         try:
             yield
         finally:
-            self.guards.pop()
+            self.ctx.path.pop()
 
     def ub(self, cond: z3.BoolRef, why: str) -> None:
+        """Record UB where `cond` holds on the current path (`EncodeContext.add_ub`
+        conjoins the path)."""
         if z3.is_false(cond):
             return
-        self.ctx.add_ub(z3.And(*self.guards, cond) if self.guards else cond,
-                        f"{why} in PrimFunc {self.where}")
+        self.ctx.add_ub(cond, f"{why} in PrimFunc {self.where}")
 
     # -- statements ------------------------------------------------------------------------------
     def stmt(self, s: T.Stmt, loops: list[Loop]) -> None:
@@ -658,6 +676,7 @@ class PrimFuncEncoder:
         if len(e.indices) != t.ndim:
             raise self.fail(f"load from {name} with {len(e.indices)} indices")
         ix: list[IX.Ix] = []
+        in_bounds: list[z3.BoolRef] = []   # where the index is in bounds (not statically)
         for d, (ie, size) in enumerate(zip(e.indices, t.shape)):
             v = self.expr(ie, env)
             if isinstance(v, Sc):
@@ -667,25 +686,30 @@ class PrimFuncEncoder:
                 x = v.term
                 ok = z3.And(x >= 0, x < size) if signed else z3.ULT(x, size)
                 self.ub(z3.Not(ok), f"load from {name} out of bounds in dimension {d}")
+                in_bounds.append(ok)
                 x = z3.Extract(INDEX_BITS - 1, 0, x) if bits > INDEX_BITS else (
                     z3.ZeroExt(INDEX_BITS - bits, x) if bits < INDEX_BITS else x)
                 ix.append(IX.Ix(x, 0, size - 1) if size > 1 else IX.constant(0))
                 continue
             if v.lo < 0 or v.hi >= size:
-                self.ub(z3.Not(z3.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))),
-                        f"load from {name} out of bounds in dimension {d}")
+                ok = z3.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))
+                self.ub(z3.Not(ok), f"load from {name} out of bounds in dimension {d}")
+                in_bounds.append(ok)
                 lo, hi = max(v.lo, 0), min(v.hi, size - 1)
                 v = IX.Ix(v.term, lo, hi) if lo < hi else IX.constant(lo)
             ix.append(v)
         # Keyed by AST ids: the entry keeps those ASTs (and the reader) alive, since Z3 reuses
         # the id of a freed AST (a stale hit would read another element: unsound).
         reader = self.readers[e.buffer]
-        keep = (reader, tuple(v.term for v in ix), tuple(self.guards))
-        key = (e.buffer, id(reader), tuple(v.term.get_id() for v in ix),
-               tuple(g.get_id() for g in self.guards))
-        if key not in self.memo:
-            self.memo[key] = (reader(ix), keep)
-        return Sc(self.memo[key][0], t.dtype)
+        # the element (a producer's body, inlined) is evaluated only where it is read: on
+        # this path, at an in-bounds index (see the UB guard rule above)
+        with self.guard(z3.simplify(z3.And(*in_bounds)) if in_bounds else z3.BoolVal(True)):
+            keep = (reader, tuple(v.term for v in ix), tuple(self.guards))
+            key = (e.buffer, id(reader), tuple(v.term.get_id() for v in ix),
+                   tuple(g.get_id() for g in self.guards))
+            if key not in self.memo:
+                self.memo[key] = (reader(ix), keep)
+            return Sc(self.memo[key][0], t.dtype)
 
     def binary(self, op: str, a: Val, b: Val, dtype: str) -> Val:
         if isinstance(a, IX.Ix) and isinstance(b, IX.Ix) and is_int(dtype):

@@ -122,20 +122,29 @@ def in_range(p: z3.BitVecRef, lo: int, hi: int, max_p: int) -> list[z3.BoolRef]:
 
 # -- convolution -----------------------------------------------------------------------------
 
-def _conv(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
+def _operands(call: OpCall, args: list, nd: int, weight_layout: str
+              ) -> tuple[Tensor, Tensor, Any, str, str, str, str, str, str, list[int], list[int], int]:
+    """What conv and conv_transpose share: data and weight, the output type and dtype, the
+    canonical data and weight layouts, the data/kernel/out layouts checked against the canonical ones (`NC<spatial>` and
+    `<weight_layout><spatial>`), the canonical data and weight shapes, and groups."""
     x, w = tensor_arg(args, 0, call), tensor_arg(args, 1, call)
     attrs = call.attrs
-    ty = out_type(call)
-    out_dtype = out_dtype_of(call)
-    cx, cw = "NC" + SPATIAL[nd], "OI" + SPATIAL[nd]
+    cx, cw = "NC" + SPATIAL[nd], weight_layout + SPATIAL[nd]
     dl = check_layout(attrs.get("data_layout"), cx, "data")
     kl = check_layout(attrs.get("kernel_layout"), cw, "kernel")
     ol = check_layout(attrs.get("out_layout") or dl, cx, "out")
     if x.dtype != w.dtype:
         raise Unsupported(f"{call.op} of {x.dtype} data and {w.dtype} weight")
-    n_b, c_in, *in_sz = canonical_shape(x.shape, dl, cx)
-    c_out, c_grp, *k_sz = canonical_shape(w.shape, kl, cw)
     groups = int(attrs.get("groups", 1) or 1)
+    return (x, w, out_type(call), out_dtype_of(call), cx, cw, dl, kl, ol,
+            canonical_shape(x.shape, dl, cx), canonical_shape(w.shape, kl, cw), groups)
+
+
+def _conv(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
+    attrs = call.attrs
+    x, w, ty, out_dtype, cx, cw, dl, kl, ol, x_sz, w_sz, groups = _operands(call, args, nd, "OI")
+    n_b, c_in, *in_sz = x_sz
+    c_out, c_grp, *k_sz = w_sz
     strides = int_list(attrs, "strides", nd, 1)
     dil = int_list(attrs, "dilation", nd, 1)
     lo, hi = padding(attrs, nd)
@@ -209,19 +218,10 @@ def encode_conv3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 # -- transposed convolution ------------------------------------------------------------------
 
 def _conv_transpose(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
-    x, w = tensor_arg(args, 0, call), tensor_arg(args, 1, call)
     attrs = call.attrs
-    ty = out_type(call)
-    out_dtype = out_dtype_of(call)
-    cx, cw = "NC" + SPATIAL[nd], "IO" + SPATIAL[nd]
-    dl = check_layout(attrs.get("data_layout"), cx, "data")
-    kl = check_layout(attrs.get("kernel_layout"), cw, "kernel")
-    ol = check_layout(attrs.get("out_layout") or dl, cx, "out")
-    if x.dtype != w.dtype:
-        raise Unsupported(f"{call.op} of {x.dtype} data and {w.dtype} weight")
-    n_b, c_in, *in_sz = canonical_shape(x.shape, dl, cx)
-    w_in, o_grp, *k_sz = canonical_shape(w.shape, kl, cw)
-    groups = int(attrs.get("groups", 1) or 1)
+    x, w, ty, out_dtype, cx, cw, dl, kl, ol, x_sz, w_sz, groups = _operands(call, args, nd, "IO")
+    n_b, c_in, *in_sz = x_sz
+    w_in, o_grp, *k_sz = w_sz
     strides = int_list(attrs, "strides", nd, 1)
     dil = int_list(attrs, "dilation", nd, 1)
     out_pad = int_list(attrs, "output_padding", nd, 0)

@@ -293,17 +293,11 @@ class AbstractModel(FloatModel):
             return self.mag_bits
         return self.mag_bits + self.chain.index(dtype) * (1 + self.mag_bits)
 
-    def _make_domain(self, dtype: str) -> ScalarDomain:
-        if is_float(dtype):
-            narrow = None
-            if dtype in self.chain and self.chain.index(dtype) > 0:
-                narrow = self.domain(self.chain[self.chain.index(dtype) - 1])
-            return AbstractFloats(self, dtype, self.width(dtype), narrow)  # type: ignore[arg-type]
-        if is_int(dtype):
-            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
-        if is_bool(dtype):
-            return BoolDomain()
-        raise Unsupported(f"dtype {dtype} is not supported")
+    def _float_domain(self, dtype: str) -> ScalarDomain:
+        narrow = None
+        if dtype in self.chain and self.chain.index(dtype) > 0:
+            narrow = self.domain(self.chain[self.chain.index(dtype) - 1])
+        return AbstractFloats(self, dtype, self.width(dtype), narrow)  # type: ignore[arg-type]
 
     def describe(self) -> str:
         widths = ", ".join(f"{d} {self.width(d)}" for d in self.chain)

@@ -15,7 +15,7 @@ import z3
 
 from tvtv.absfp import special
 from tvtv.absfp.abstract import _int_resize, round_to
-from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
+from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_int, numpy_dtype
 from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
 from tvtv.errors import Unsupported
@@ -134,14 +134,8 @@ class IEEEFloats(ScalarDomain):
 class IEEEModel(FloatModel):
     name = "ieee"
 
-    def _make_domain(self, dtype: str) -> ScalarDomain:
-        if is_float(dtype):
-            return IEEEFloats(self, dtype)
-        if is_int(dtype):
-            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
-        if is_bool(dtype):
-            return BoolDomain()
-        raise Unsupported(f"dtype {dtype} is not supported")
+    def _float_domain(self, dtype: str) -> ScalarDomain:
+        return IEEEFloats(self, dtype)
 
     def cast(self, x, src: str, dst: str):
         if src == dst:

@@ -125,8 +125,22 @@ class FloatModel(ABC):
             self._domains[dtype] = self._make_domain(dtype)
         return self._domains[dtype]
 
+    def _make_domain(self, dtype: str) -> ScalarDomain:
+        """Integers and bools are exact bit-vectors in every model (division by zero is UB,
+        reported through `on_ub`); floats are the model's own `_float_domain`."""
+        from tvtv.absfp.dtypes import is_bool, is_float, is_int
+        from tvtv.absfp.integers import BoolDomain, IntDomain
+        if is_float(dtype):
+            return self._float_domain(dtype)
+        if is_int(dtype):
+            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
+        if is_bool(dtype):
+            return BoolDomain()
+        raise Unsupported(f"dtype {dtype} is not supported")
+
     @abstractmethod
-    def _make_domain(self, dtype: str) -> ScalarDomain: ...
+    def _float_domain(self, dtype: str) -> ScalarDomain:
+        """The scalar domain of the float dtype `dtype` in this model."""
 
     @abstractmethod
     def cast(self, x: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:

@@ -24,7 +24,7 @@ import z3
 
 from tvtv.absfp import special
 from tvtv.absfp.abstract import _int_resize, round_to
-from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float, is_int
+from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_int
 from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain
 from tvtv.errors import Unsupported
@@ -207,14 +207,8 @@ class RealModel(FloatModel):
 
     name = "real"
 
-    def _make_domain(self, dtype: str) -> ScalarDomain:
-        if is_float(dtype):
-            return RealFloats(self, dtype)
-        if is_int(dtype):
-            return IntDomain(dtype, lambda c, w: self.on_ub(c, w))
-        if is_bool(dtype):
-            return BoolDomain()
-        raise Unsupported(f"dtype {dtype} is not supported")
+    def _float_domain(self, dtype: str) -> ScalarDomain:
+        return RealFloats(self, dtype)
 
     def describe(self) -> str:
         return "real (correct up to rounding only)"

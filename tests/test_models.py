@@ -224,6 +224,68 @@ def test_no_nan_no_inf_constrain_inputs():
     assert len(r.assumptions) == 2
 
 
+@I.ir_module
+class DoubleDiff:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.multiply(x, R.const(2.0, "float32"))
+        b = R.subtract(a, a)
+        return b
+
+
+@I.ir_module
+class Zeros4:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.const(np.zeros((4,), "float32"))
+
+
+@I.ir_module
+class Ones4:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return R.const(np.ones((4,), "float32"))
+
+
+@I.ir_module
+class Doubled:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.multiply(x, R.const(2.0, "float32"))
+        return a
+
+
+@I.ir_module
+class DoubledClamped:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.multiply(x, R.const(2.0, "float32"))
+        b = R.minimum(a, R.const(np.finfo(np.float32).max, "float32"))
+        return b
+
+
+def test_no_nan_makes_a_computed_nan_poison():
+    # 2x - 2x is NaN when 2x overflows (finite x = 2^127) or x is inf: nnan makes that poison
+    r = verdict(DoubleDiff, Zeros4)
+    assert r.verdict == "counterexample"
+    # no-inf alone: a NaN input, or a finite x whose double overflows, gives a NaN output
+    assert verdict(DoubleDiff, Zeros4, assume=["no-inf"]).verdict == "counterexample"
+    assert verdict(DoubleDiff, Zeros4, assume=["no-nan"]).verdict == "proved"
+    # twin: where the source is a number (0), the target must still equal it
+    assert verdict(DoubleDiff, Ones4, assume=["no-nan"]).verdict == "counterexample"
+
+
+def test_no_inf_makes_a_computed_infinity_poison():
+    # clamping 2x at FLT_MAX differs from 2x only where 2x overflowed to +inf
+    r = verdict(Doubled, DoubledClamped, assume=["no-nan"])
+    assert r.verdict == "counterexample"
+    assert r.counterexample.source_value == math.inf
+    r = verdict(Doubled, DoubledClamped, assume=["no-inf"])
+    assert r.verdict == "proved", r.to_dict()
+    assert any("ninf" in a for a in r.assumptions)
+    assert verdict(Doubled, Zeros4, assume=["no-nan", "no-inf"]).verdict == "counterexample"
+
+
 def test_assumptions_reach_the_cli_options_via_api():
     report = tvtv.verify(Zero, TimesZero, assume="no-nan,no-inf", confirm_vm=False)
     assert report.results[0].verdict == "proved"

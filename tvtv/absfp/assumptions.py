@@ -1,14 +1,19 @@
 """Assumptions a user may state, as fast-math flags and Alive2 allow.
 
-- `no-nan`:  no input element is NaN (LLVM's `nnan`, on the function's inputs).
-- `no-inf`:  no input element is ±inf (`ninf`).
+- `no-nan`:  no input element is NaN, and a NaN the source computes is poison (LLVM's
+  `nnan`: "if an argument is a nan, or the result would be a nan, it produces a poison
+  value"): an output element where the source is NaN is refined by any target value.
+- `no-inf`:  the same for ±inf (`ninf`): no input is ±inf, a source output that is ±inf
+  (an overflow, a max over padding only) is poison.
 - `no-signed-zeros`: +0.0 and -0.0 are not distinguished in the outputs (`nsz`): an output
   element refines the source's when both are zeros of any sign.
 
-They restrict the inputs (no-nan, no-inf) or weaken the output comparison (no-signed-zeros);
-intermediate values may still become NaN or inf (inf - inf): the assumption is about what the
-caller passes, not a promise that the program never produces them. Every assumption in force
-is recorded in the result (`Result.assumptions`) and printed with the verdict.
+Poison is taken at the outputs only, which is weaker than LLVM's (there any intermediate NaN
+makes every value that depends on it poison, even one a max would have dropped): a proof
+under these rules is a proof under fast-math's, never the other way round. A source output
+that is NaN under no-nan must come from an operation that produced NaN (the inputs hold
+none), whose poison reaches that output. Every assumption in force is recorded in the result
+(`Result.assumptions`) and printed with the verdict.
 """
 from __future__ import annotations
 
@@ -21,8 +26,8 @@ from tvtv.absfp.interface import FloatModel, ScalarDomain
 
 NO_NAN, NO_INF, NO_SIGNED_ZEROS = "no-nan", "no-inf", "no-signed-zeros"
 ASSUMPTIONS: dict[str, str] = {
-    NO_NAN: "no input element is NaN",
-    NO_INF: "no input element is +inf or -inf",
+    NO_NAN: "no input element is NaN; a NaN the source computes is poison (nnan)",
+    NO_INF: "no input element is +inf or -inf; an infinity the source computes is poison (ninf)",
     NO_SIGNED_ZEROS: "outputs are compared modulo the sign of zero",
 }
 # Up to this many elements an input constraint is expanded element by element.
@@ -73,8 +78,15 @@ def input_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[obje
 
 
 def same_output(assume: Sequence[str], dom: ScalarDomain, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
-    """Refinement equality of one output element under the assumptions."""
-    if NO_SIGNED_ZEROS in assume and is_float(dom.dtype):
+    """Does target element `b` refine source element `a` under the assumptions?"""
+    if not is_float(dom.dtype):
+        return dom.same(a, b)
+    ok = [dom.same(a, b)]
+    if NO_SIGNED_ZEROS in assume:
         zero = dom.zero()
-        return z3.Or(dom.same(a, b), z3.And(dom.eq(a, zero), dom.eq(b, zero)))
-    return dom.same(a, b)
+        ok.append(z3.And(dom.eq(a, zero), dom.eq(b, zero)))
+    if NO_NAN in assume:
+        ok.append(dom.is_nan(a))     # the source's NaN is poison: anything refines it
+    if NO_INF in assume:
+        ok.append(dom.is_inf(a))     # likewise a computed infinity
+    return z3.Or(*ok) if len(ok) > 1 else ok[0]

@@ -10,7 +10,7 @@ from tvtv import confirm, passes
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.refinement import Options, check_programs
-from tvtv.report import UNKNOWN, Report, Result
+from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
 def _as_module(m: Any, what: str) -> Any:
@@ -60,7 +60,31 @@ def verify(before: Any, after: Any, fp: str = "abstract", timeout: float = 30.0,
             if r.counterexample is not None:
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before_mod, after_mod, fn.name, params, r.counterexample)
+                _demote_unshown(r)
     return Report(results)
+
+
+# what refinement.check_function records when the IEEE model could not decide an abstract
+# counterexample
+IEEE_TIMED_OUT = "fp: ieee timed out"
+
+
+def _demote_unshown(r: Result) -> None:
+    """An abstract counterexample that the IEEE model could not decide (it timed out) and
+    that neither execution nor the IEEE specification shows is not evidence that the pass
+    changed anything: the abstraction may have invented it (e.g. two uninterpreted functions
+    for what is one operation). Its verdict becomes `unknown`, with the reason."""
+    cex = r.counterexample
+    if (r.verdict != COUNTEREXAMPLE or cex is None or IEEE_TIMED_OUT not in r.levels
+            or r.confirmed is True or cex.confirmed_ieee is True):
+        return
+    shown = "execution on the VM and the IEEE specification do not show it" \
+        if r.confirmed is False else "it could not be run on the VM"
+    r.verdict = UNKNOWN
+    r.reason = (f"unconfirmed abstract counterexample ({cex.message}): the IEEE model timed out "
+                f"and {shown}")
+    r.levels.append("abstract counterexample unconfirmed: unknown")
+    r.counterexample, r.confirmed = None, None
 
 
 def resolve_pass(pass_or_name: Any) -> tuple[str, list[Any], Any]:

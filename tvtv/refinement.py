@@ -30,9 +30,10 @@ from tvtv.absfp.ieee import IEEEModel
 from tvtv.absfp.interface import FloatModel
 from tvtv.absfp.real import RealModel
 from tvtv.absfp.width import float_dtypes, magnitude_bits
+from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.function import (FunctionEncoder, abstraction_level, concrete_value,
-                                  input_value, ladder, opaque_can_prove, worth_refining)
+                                  input_value, ladder, opaque_can_prove, worth_climbing)
 from tvtv.encode.probe import probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, unravel
 from tvtv.encode.values import Value, flatten
@@ -233,8 +234,13 @@ def _static_mismatch(src: list[Tensor], tgt: list[Tensor]) -> tuple[str, str, in
     return None
 
 
-def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None:
-    """None when refinement holds; raises _Timeout when a query is undecided."""
+def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None) -> Counterexample | None:
+    """None when refinement holds; raises _Timeout when a query is undecided.
+
+    `done` holds the parts ("ub", output numbers) already proved at a coarser level of the
+    ladder or in another float model; they are skipped, and parts proved here are added.
+    Every level is a sound abstraction, so a part proved at one level holds at all."""
+    done = set() if done is None else done
     pre = _preconditions(enc)
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
 
@@ -263,7 +269,7 @@ def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None
                                   output=k, index=index, source_value=_ieee_value(x, a.dtype),
                                   target_value=_ieee_value(y, a.dtype))
     # 1. UB: the target is undefined where the source is defined.
-    if enc.tgt.ctx.ub:
+    if enc.tgt.ctx.ub and "ub" not in done:
         # one Boolean per UB condition, implying it: a flag the model sets names a condition
         # that holds (evaluating a condition itself may not reduce to true or false: the
         # existentials over indices). Implication, not equality: an equality would put each
@@ -279,11 +285,12 @@ def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None
             inputs, _ = _decode_inputs(enc, m)
             return Counterexample("ub", "target is undefined where the source is defined: "
                                   + "; ".join(sorted(set(reasons))), inputs)
+        done.add("ub")
 
     # 2. Each output: some element differs.
     for k, (a, b) in enumerate(zip(enc.src.outputs, enc.tgt.outputs)):
-        if a.numel == 0 or z3.eq(a.arr, b.arr):
-            continue  # the same SMT term: equal by construction
+        if k in done or a.numel == 0 or z3.eq(a.arr, b.arr):
+            continue  # proved before, or the same SMT term: equal by construction
         dom = enc.model.domain(a.dtype)
         flat = _differing_index(enc, pre, wd_src, wd_tgt, k, dom, a, b, timeout)
         if flat is not None:
@@ -292,6 +299,7 @@ def _find_counterexample(enc: _Encoded, timeout: float) -> Counterexample | None
             index = tuple(int(x) for x in np.unravel_index(flat, a.shape)) if a.shape else ()
             return Counterexample("value", f"output {k} differs at index {index}", inputs,
                                   output=k, index=index, source_value=sv, target_value=tv)
+        done.add(k)
     return None
 
 
@@ -308,20 +316,24 @@ def _ieee_value(x: z3.ExprRef, dtype: str) -> Any:
 
 
 # Outputs with at most this many elements are compared element by element (concrete indices).
-ELEMENT_SPLIT_BOUND = 256
-# Up to this many differing elements, each gets its own query.
-ELEMENT_QUERY_BOUND = 32
+ELEMENT_SPLIT_BOUND = 1024
+# Seconds for the first symbolic-index query of a small output, and the least an element's
+# own query gets.
+SYMBOLIC_FIRST_BUDGET = 2.0
+MIN_ELEMENT_BUDGET = 1.0
 
 
 def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.BoolRef, k: int,
                      dom: Any, a: Tensor, b: Tensor, timeout: float) -> tuple[z3.ModelRef, int] | None:
     """(model, flat index) of an element where output k differs, or None if none can.
 
-    First one query over a symbolic index (fast when every element is computed alike); if
-    that is undecided within a part of the budget and the output is small, element by
-    element: with a concrete index, index arithmetic and selects of lambdas fold away, many
-    elements become identical terms that need no solving (a layout change, a permuted
-    reduction), and the rest get one query each, sharing the budget."""
+    A large output gets one query over a symbolic index. A small one (at most
+    ELEMENT_SPLIT_BOUND elements) is compared element by element first: with a concrete
+    index, index arithmetic and selects of lambdas fold away, so most elements of a layout
+    change, a fusion or a permuted reduction become identical terms that need no solving
+    (a symbolic index keeps Z3 in bit-vector division and modulo, where it is slow: measured
+    on the zero pipeline, 5 s timeouts where the element query took 0.2 s). The rest get one
+    query of their own, sharing the budget; the undecided ones finally one query together."""
     def ask(facts: list, budget: float) -> z3.ModelRef | None:
         q = _solver(budget)
         q.add(*pre, wd_src, wd_tgt, *facts)
@@ -330,48 +342,61 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     i = z3.BitVec(f"tvtv_out{k}_index", INDEX_BITS)
     same = assume_mod.same_output(enc.options.assume, dom, a.at(i), b.at(i))
     symbolic = [z3.ULT(i, idx(a.numel)), z3.Not(same)]
+
+    def ask_symbolic(budget: float) -> tuple[z3.ModelRef, int] | None:
+        m = ask(symbolic, budget)
+        return None if m is None else (m, m.eval(i, model_completion=True).as_long())
+
     if a.numel > ELEMENT_SPLIT_BOUND:
-        m = ask(symbolic, timeout)
-        return None if m is None else (m, m.eval(i, model_completion=True).as_long())
-    try:
-        m = ask(symbolic, min(timeout / 3, 5.0))
-        return None if m is None else (m, m.eval(i, model_completion=True).as_long())
-    except _Timeout:
-        pass
+        return ask_symbolic(timeout)
     differing = _differing_elements(enc, dom, a, b)
     if not differing:
-        return None
-    share = max(timeout / len(differing), 0.5) if len(differing) <= ELEMENT_QUERY_BOUND else timeout
+        return None          # every element is the same term on both sides
+    # A short symbolic query first: when all elements are computed alike it decides them
+    # at once (a matmul's 48 dot products: 0.4 s symbolic, a 30 s timeout together).
+    try:
+        return ask_symbolic(min(timeout / 10, SYMBOLIC_FIRST_BUDGET))
+    except _Timeout:
+        pass
+    # Then each element alone, sharing twice the budget (a max_pool's 336 elements: 0.07 s in
+    # all; a fused conv's elements 0.1-0.2 s each)
+    deadline = time.perf_counter() + 2 * timeout
     open_elems = []
-    if len(differing) <= ELEMENT_QUERY_BOUND:
-        for j, c in differing:
-            try:
-                m = ask([z3.Not(c)], share)
-            except _Timeout:
-                open_elems.append((j, c))
-                continue
-            if m is not None:
-                return m, j
-        if not open_elems:
-            return None          # every element proved equal
-        differing = open_elems
-    # one Boolean per element implying "it differs": a flag the model sets names a differing
-    # element (evaluating an element's condition itself may not reduce to false)
-    flags = [z3.Bool(f"tvtv_differs_{k}_{j}") for j, _ in differing]
-    m = ask([*[z3.Implies(f, z3.Not(c)) for f, (_, c) in zip(flags, differing)], z3.Or(*flags)],
+    for pos, (j, c) in enumerate(differing):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            open_elems.extend(differing[pos:])   # the budget is spent: the rest together
+            break
+        share = max(left / (len(differing) - pos), MIN_ELEMENT_BUDGET)
+        try:
+            m = ask([z3.Not(c)], share)
+        except _Timeout:
+            open_elems.append((j, c))
+            continue
+        if m is not None:
+            return m, j
+    if not open_elems:
+        return None          # every element proved equal
+    # the undecided ones together, with the whole budget: one Boolean per element implying
+    # "it differs", so a flag the model sets names a differing element (evaluating an
+    # element's condition itself may not reduce to false)
+    flags = [z3.Bool(f"tvtv_differs_{k}_{j}") for j, _ in open_elems]
+    m = ask([*[z3.Implies(f, z3.Not(c)) for f, (_, c) in zip(flags, open_elems)], z3.Or(*flags)],
             timeout)
     if m is None:
         return None
-    return m, next((j for f, (j, _) in zip(flags, differing)
-                    if z3.is_true(m.eval(f, model_completion=True))), differing[0][0])
+    return m, next((j for f, (j, _) in zip(flags, open_elems)
+                    if z3.is_true(m.eval(f, model_completion=True))), open_elems[0][0])
 
 
 def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor) -> list[tuple[int, z3.BoolRef]]:
     """(index, "element equal" condition) for the elements of two outputs that are not the
-    same term after simplification."""
+    same term after simplification and sorting the arguments of commutative operators
+    (`tvtv/encode/canonical.py`)."""
     out = []
+    canon = Canonicalizer()
     for j in range(a.numel):
-        x, y = z3.simplify(a.at(j)), z3.simplify(b.at(j))
+        x, y = canon(a.at(j)), canon(b.at(j))
         if not z3.eq(x, y):
             out.append((j, assume_mod.same_output(enc.options.assume, dom, x, y)))
     return out
@@ -430,6 +455,7 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                       f"({', '.join(str(p.ty) for p in tgt_fn.params)})")
 
     levels: list[str] = []
+    proved_parts: set = set()   # "ub" and output numbers proved so far (at any level)
     rungs = ladder(options.tir)
     for rung_no, rung in enumerate(rungs):
         # abstraction ladder (mlir-tv §6.3): climb on an unconfirmed counterexample or a
@@ -438,6 +464,9 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
         if rung.tir == "opaque" and nxt is not None and not opaque_can_prove(src_prog, tgt_prog):
             continue
         levels.append("level: " + ", ".join(rung.describe()))
+        if proved_parts:
+            levels.append("proved at a coarser level: " + ", ".join(
+                sorted(p if isinstance(p, str) else f"output {p}" for p in proved_parts)))
         with abstraction_level(rung):
             fp = options.fp
             abstract_cex: Counterexample | None = None
@@ -448,7 +477,7 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                     enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
                     levels.append(enc.level)
                     levels.extend(sorted(enc.notes))
-                    cex = _find_counterexample(enc, timeout)
+                    cex = _find_counterexample(enc, timeout, proved_parts)
                 except Unsupported as err:
                     if getattr(err, "ieee_only", False) and fp == "abstract":
                         levels.append(f"fp: ieee ({err})")   # e.g. TIR reinterpret: bits
@@ -456,7 +485,7 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                         continue
                     return result(UNKNOWN, f"unsupported: {err}", levels=levels)
                 except _Timeout as err:
-                    if nxt is not None and enc is not None and worth_refining(rung, nxt, enc.notes):
+                    if enc is not None and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                         levels.append("timed out: refining")
                         break
                     if abstract_cex is not None:
@@ -471,8 +500,8 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                 if options.confirm:
                     cex.confirmed_ieee = separates(src_prog, src_fn, tgt_prog, tgt_fn, cex,
                                                    timeout=min(options.timeout, 10.0))
-                if cex.confirmed_ieee is not True and nxt is not None \
-                        and worth_refining(rung, nxt, enc.notes):
+                if cex.confirmed_ieee is not True \
+                        and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                     levels.append("counterexample unconfirmed: refining")
                     break
                 if fp == "abstract" and options.refine_to_ieee and cex.confirmed_ieee is not True:

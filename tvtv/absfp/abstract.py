@@ -187,7 +187,20 @@ class AbstractFloats(ScalarDomain):
         # IEEE 754: x - y is x + (-y), NaN operands included.
         return self.add(a, self.neg(b))
 
+    def _unit_sign(self, x) -> int | None:
+        """0 or 1 when x is the constant +1.0 or -1.0, else None."""
+        sign, mag = z3.simplify(self.sign(x)), z3.simplify(self.mag(x))
+        if z3.is_bv_value(sign) and z3.eq(mag, self.const_mag(1.0)):
+            return sign.as_long()
+        return None
+
     def mul(self, a, b):
+        # IEEE 754: x * 1 = x and x * -1 = -x exactly (a NaN stays a NaN: every NaN code is
+        # the one NaN here). As terms, so that TIR's `x * -1.0` is the Relax `negative(x)`.
+        for x, unit in ((a, b), (b, a)):
+            s_unit = self._unit_sign(unit)
+            if s_unit is not None:
+                return self.neg(x) if s_unit else x
         ma, mb = self.mag(a), self.mag(b)
         s = self.sign(a) ^ self.sign(b)
         one = self.const_mag(1.0)

@@ -75,6 +75,12 @@ def worth_refining(level: Abstraction, nxt: Abstraction, notes: set[str]) -> boo
             or ("sum: uninterpreted" in notes and not level.unroll and nxt.unroll))
 
 
+def worth_climbing(level: Abstraction, later: Sequence[Abstraction], notes: set[str]) -> bool:
+    """Does any later rung make precise something this rung abstracted? (A timeout at
+    "opaque call_tir, dot: function" must still reach "dot: sum of products" two rungs up.)"""
+    return any(worth_refining(level, nxt, notes) for nxt in later)
+
+
 def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
     """Opaque call_tir can only prove a target whose PrimFuncs all occur in the source
     (LegalizeOps, FuseTIR, FastMathTransform create new ones: start with bodies there)."""

@@ -1,0 +1,103 @@
+"""The abstraction ladder and what a verdict may claim (tvtv/refinement.py, tvtv/api.py).
+
+- A timeout or an unconfirmed counterexample climbs to the first later rung that makes precise
+  something the current rung abstracted, even two rungs up (opaque call_tir with dot
+  functions -> PrimFunc bodies with dot functions -> sums of products).
+- Parts proved at a coarser rung stay proved (every rung is a sound abstraction).
+- An abstract counterexample that the IEEE model could not decide and that nothing confirms is
+  `unknown`, never a counterexample.
+"""
+from __future__ import annotations
+
+import numpy as np
+import tvm
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvtv
+from tvtv.api import IEEE_TIMED_OUT, _demote_unshown
+from tvtv.encode.function import LADDERS, Abstraction, worth_climbing, worth_refining
+from tvtv.encode.reduction import DOT_NOTE
+from tvtv.report import Counterexample, Result
+
+
+def test_a_dot_timeout_at_the_opaque_rung_reaches_sum_of_products():
+    opaque_uf, body_uf, body_sum = LADDERS["auto"][:3]
+    assert not worth_refining(opaque_uf, body_uf, {DOT_NOTE})     # one rung up: nothing new
+    assert worth_climbing(opaque_uf, [body_uf, body_sum], {DOT_NOTE})
+    assert not worth_climbing(opaque_uf, [body_uf, body_sum], set())
+    assert not worth_climbing(body_sum, [], {DOT_NOTE})
+
+
+@I.ir_module
+class MatmulAndDouble:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((3, 4), "float32"),
+             z: R.Tensor((2, 3), "float32")):
+        a = R.add(z, z)
+        b = R.matmul(x, y)
+        return (a, b)
+
+
+@I.ir_module
+class ExpandedMatmul:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((3, 4), "float32"),
+             z: R.Tensor((2, 3), "float32")):
+        a = R.permute_dims(R.permute_dims(R.add(z, z), [1, 0]), [1, 0])
+        p = R.multiply(R.expand_dims(x, 2), R.expand_dims(y, 0))
+        b = R.sum(p, axis=[1])
+        return (a, b)
+
+
+@I.ir_module
+class ExpandedMatmulBroken:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((3, 4), "float32"),
+             z: R.Tensor((2, 3), "float32")):
+        a = R.permute_dims(R.permute_dims(R.add(z, z), [1, 0]), [1, 0])
+        p = R.multiply(R.expand_dims(x, 2), R.expand_dims(y, 0))
+        b = R.max(p, axis=[1])
+        return (a, b)
+
+
+def test_ladder_climbs_past_a_rung_and_keeps_what_it_proved():
+    (r,) = tvtv.verify(MatmulAndDouble, ExpandedMatmul, confirm_vm=False).results
+    assert r.verdict == "proved", r.to_dict()
+    levels = [lv for lv in r.levels if lv.startswith("level: ")]
+    assert levels[0] == "level: call_tir: opaque, dot: function"
+    assert "dot: sum of products" in levels[-1]
+    # output 0 (the double transpose) was proved at the first rung and not asked again
+    assert "proved at a coarser level: output 0" in r.levels
+
+
+def test_broken_twin_of_the_climb_is_refuted():
+    (r,) = tvtv.verify(MatmulAndDouble, ExpandedMatmulBroken, confirm_vm=False).results
+    assert r.verdict == "counterexample"
+    assert r.counterexample.output == 1
+
+
+def _abstract_cex_result(levels: list[str]) -> Result:
+    cex = Counterexample("value", "output 0 differs at index (3,)", {"x": np.zeros(4, "float32")},
+                         output=0, index=(3,), source_value=1.0, target_value=2.0)
+    return Result("main", "zero", "counterexample", 1.0, "output 0 differs at index (3,)", cex,
+                  levels=levels)
+
+
+def test_unconfirmed_abstract_counterexample_after_ieee_timeout_is_unknown():
+    r = _abstract_cex_result(["fp: abstract, 12 magnitude bits", IEEE_TIMED_OUT])
+    r.confirmed = False
+    _demote_unshown(r)
+    assert r.verdict == "unknown" and r.counterexample is None
+    assert "unconfirmed abstract counterexample" in r.reason and "timed out" in r.reason
+
+
+def test_confirmed_or_ieee_decided_counterexamples_stand():
+    r = _abstract_cex_result(["fp: abstract, 12 magnitude bits", IEEE_TIMED_OUT])
+    r.confirmed = True                       # the VM shows it
+    _demote_unshown(r)
+    assert r.verdict == "counterexample"
+    r = _abstract_cex_result(["fp: abstract, 12 magnitude bits", "fp: ieee (bit-exact)"])
+    r.confirmed = False                      # found in the IEEE model itself
+    _demote_unshown(r)
+    assert r.verdict == "counterexample"

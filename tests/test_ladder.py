@@ -101,3 +101,24 @@ def test_confirmed_or_ieee_decided_counterexamples_stand():
     r.confirmed = False                      # found in the IEEE model itself
     _demote_unshown(r)
     assert r.verdict == "counterexample"
+
+
+def test_climbing_after_a_timeout_looks_at_the_undecided_terms():
+    import z3
+
+    from tvtv.encode.function import OPAQUE_NOTE
+    from tvtv.refinement import abstractions_in
+    x = z3.BitVec("x", 8)
+    arr = z3.Array("a", z3.BitVecSort(32), z3.BitVecSort(8))
+    dot = z3.Function("dot_float32_3", arr.sort(), arr.sort(), z3.BitVecSort(8))
+    opaque = z3.Function("tir_1f2e_0", arr.sort(), z3.BitVecSort(32), z3.BitVecSort(8))
+    red = z3.Function("tir_add_float32_100", z3.BitVecSort(8), arr.sort(), z3.BitVecSort(8))
+    assert abstractions_in([x + 1 == x * 3]) == set()
+    assert abstractions_in([z3.If(x == 0, dot(arr, arr), x) == 1]) == {DOT_NOTE}
+    assert abstractions_in([opaque(arr, z3.BitVecVal(0, 32)) == red(x, arr)]) == {OPAQUE_NOTE}
+    i = z3.BitVec("i", 32)
+    lam = z3.Lambda([i], dot(arr, arr))                # inside a lambda's body too
+    assert abstractions_in([z3.Select(lam, z3.BitVecVal(0, 32)) == x]) == {DOT_NOTE}
+    # nothing to refine: a timeout there is final, not a climb
+    opaque_uf, body_uf, body_sum, unrolled = LADDERS["auto"]
+    assert not worth_climbing(body_uf, [body_sum, unrolled], abstractions_in([x * x == 2]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -32,7 +33,7 @@ from tvtv.absfp.real import RealModel
 from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.function import (FunctionEncoder, abstraction_level, concrete_value,
+from tvtv.encode.function import (OPAQUE_NOTE, FunctionEncoder, abstraction_level, concrete_value,
                                   input_value, ladder, opaque_can_prove, worth_climbing)
 from tvtv.encode.probe import probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, unravel
@@ -92,7 +93,46 @@ _RUN: contextvars.ContextVar[Options] = contextvars.ContextVar("tvtv_run_options
 
 
 class _Timeout(Exception):
-    pass
+    """A query was undecided. `terms`: the output elements it was about, when known (the
+    ladder then climbs only for an abstraction those terms use)."""
+
+    def __init__(self, reason: str = "", terms: Sequence[z3.ExprRef] | None = None) -> None:
+        super().__init__(reason)
+        self.terms = terms
+
+
+_OPAQUE_UF = re.compile(r"^tir_[0-9a-f]+_\d+$")   # tvtv.encode.function.call_tir, opaque level
+
+
+def abstractions_in(terms: Sequence[z3.ExprRef]) -> set[str]:
+    """The ladder notes (`worth_refining`) of the abstractions `terms` use: opaque call_tir
+    functions, dot-product functions, uninterpreted sums."""
+    from tvtv.encode.reduction import DOT_NOTE
+    found: set[str] = set()
+    seen: set[int] = set()
+    keep: list[z3.ExprRef] = []          # alive while walking, so ids are not reused
+    todo = list(terms)
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        keep.append(e)
+        if z3.is_quantifier(e):
+            todo.append(e.body())
+            continue
+        if not z3.is_app(e):
+            continue
+        if e.decl().kind() == z3.Z3_OP_UNINTERPRETED and e.num_args() > 0:
+            name = e.decl().name()
+            if name.startswith("dot_"):
+                found.add(DOT_NOTE)
+            elif "sum_" in name:
+                found.add("sum: uninterpreted")
+            elif _OPAQUE_UF.match(name):
+                found.add(OPAQUE_NOTE)
+        todo.extend(e.children())
+    return found
 
 
 @dataclass
@@ -344,7 +384,10 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     symbolic = [z3.ULT(i, idx(a.numel)), z3.Not(same)]
 
     def ask_symbolic(budget: float) -> tuple[z3.ModelRef, int] | None:
-        m = ask(symbolic, budget)
+        try:
+            m = ask(symbolic, budget)
+        except _Timeout as err:
+            raise _Timeout(str(err), [a.at(i), b.at(i)]) from None
         return None if m is None else (m, m.eval(i, model_completion=True).as_long())
 
     if a.numel > ELEMENT_SPLIT_BOUND:
@@ -381,8 +424,11 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     # "it differs", so a flag the model sets names a differing element (evaluating an
     # element's condition itself may not reduce to false)
     flags = [z3.Bool(f"tvtv_differs_{k}_{j}") for j, _ in open_elems]
-    m = ask([*[z3.Implies(f, z3.Not(c)) for f, (_, c) in zip(flags, open_elems)], z3.Or(*flags)],
-            timeout)
+    try:
+        m = ask([*[z3.Implies(f, z3.Not(c)) for f, (_, c) in zip(flags, open_elems)],
+                 z3.Or(*flags)], timeout)
+    except _Timeout as err:
+        raise _Timeout(str(err), [c for _, c in open_elems]) from None
     if m is None:
         return None
     return m, next((j for f, (j, _) in zip(flags, open_elems)
@@ -485,7 +531,11 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                         continue
                     return result(UNKNOWN, f"unsupported: {err}", levels=levels)
                 except _Timeout as err:
-                    if enc is not None and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
+                    # climb for what the undecided elements abstract (all of the encoding's
+                    # abstractions when the query was not about elements)
+                    used = enc.notes if enc is None or err.terms is None \
+                        else abstractions_in(err.terms)
+                    if enc is not None and worth_climbing(rung, rungs[rung_no + 1:], used):
                         levels.append("timed out: refining")
                         break
                     if abstract_cex is not None:

@@ -735,6 +735,9 @@ class PrimFuncEncoder:
                 pairs = tuple(pc for pc in pairs if not z3.is_false(pc[0])) or pairs[-1:]
                 return self.folded(pairs, dtype)
             return Sc(getattr(dom, op)(x, y), dtype)
+        if is_float(dtype) and op == "mod":
+            # LLVM's frem: C fmod, exact, the dividend's sign (as the Relax `mod` encoder)
+            return Sc(intrinsics.call(dom, "fmod", [x, y]), dtype)
         if is_int(dtype) and op in ("floordiv", "floormod", "mod"):
             fn = {"floordiv": "floor_div", "floormod": "floor_mod", "mod": "trunc_mod"}[op]
             return Sc(getattr(dom, fn)(x, y), dtype)

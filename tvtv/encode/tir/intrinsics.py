@@ -66,10 +66,18 @@ INTRINSICS: dict[str, Callable[[ScalarDomain, Sequence[Term]], Term]] = {
                               "acosh", "atanh", "floor", "ceil", "trunc", "round")},
     "nearbyint": _unary("round"),
     "fabs": lambda dom, args: dom.abs(args[0]),
-    "pow": _binary("pow"),
-    "atan2": _binary("atan2"),
-    "fmod": _binary("fmod"),
+    # CPU code calls libm (powf, atan2f, fmodf): C99 Annex F's special cases, the same
+    # definitions as the Relax ops' (measured on the VM: atan2(-inf, -inf) = -3pi/4,
+    # pow(-inf, -inf) = 0), so the legalized op and the Relax op are one term
+    "pow": lambda dom, args: _c99("pow_float")(dom, *args),
+    "atan2": lambda dom, args: _c99("atan2_float")(dom, *args),
+    "fmod": lambda dom, args: _c99("fmod")(dom, *args),
 }
+
+
+def _c99(name: str) -> Callable[..., Term]:
+    from tvtv.encode.ops import elementwise   # the Relax encoders' C99 definitions
+    return getattr(elementwise, name)
 PREDICATES: dict[str, Callable[[ScalarDomain, Term], z3.BoolRef]] = {
     "isnan": lambda dom, x: dom.is_nan(x),
     "isinf": lambda dom, x: dom.is_inf(x),

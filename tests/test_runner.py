@@ -69,6 +69,27 @@ def test_killed_worker_and_hang_stay_confined_to_their_case(tmp_path, monkeypatc
     assert sorted(stored_cases(tmp_path / "run.sqlite")) == ["graph0_0", "graph0_1", "graph0_2", "graph0_3"]
 
 
+def test_a_case_over_the_memory_limit_is_unknown_and_the_run_goes_on(tmp_path, monkeypatch):
+    """Graph 1's worker holds 1 GiB (over a 512 MiB limit): the parent kills it, the case is
+    unknown with the reason, and the other cases are still checked."""
+    monkeypatch.setenv("TVTV_TEST_MEMORY_CASE", "graph0_1")
+    monkeypatch.setenv("TVTV_CASE_MEMORY_MB", "512")
+    out = tmp_path / "r.json"
+    res = invoke("check", *SMALL, "--graphs", "3", "--jobs", "1", "--case-timeout", "120",
+                 "--json", str(out), "--db", str(tmp_path / "run.sqlite"))
+    results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    assert results["graph0_1"]["verdict"] == "unknown"
+    assert results["graph0_1"]["reason"] == "memory limit: the check held more than 512 MiB"
+    assert results["graph0_1"]["seconds"] < 60
+    assert results["graph0_0"]["verdict"] == results["graph0_2"]["verdict"] == "proved", res.output
+
+
+def test_memory_limit_shares_the_machine():
+    assert runner.case_memory_limit(1) > runner.case_memory_limit(2) >= 2 << 30
+    assert runner.rss_bytes(os.getpid()) > 10 << 20       # this process: tens of MiB at least
+    assert runner.rss_bytes(2 ** 22 + 12345) == 0          # no such process
+
+
 def test_interrupted_run_resumes_without_redoing_cases(tmp_path, monkeypatch):
     db = tmp_path / "run.sqlite"
     args = ["check", *SMALL, "--graphs", "4", "--db", str(db)]

@@ -48,6 +48,10 @@ from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Result
 
 CRASH_HOOK, SEGFAULT_HOOK = "TVTV_TEST_CRASH_CASE", "TVTV_TEST_SEGFAULT_CASE"
 HANG_HOOK, STOP_HOOK = "TVTV_TEST_HANG_CASE", "TVTV_TEST_STOP_AFTER"
+# a worker holds 1 GiB while it sleeps on that case (tests the memory limit)
+MEMORY_HOOK = "TVTV_TEST_MEMORY_CASE"
+# the per-case memory limit in MiB, instead of `case_memory_limit`'s share of the machine
+MEMORY_LIMIT_ENV = "TVTV_CASE_MEMORY_MB"
 SCHEMA = 1
 WORKER_START_ATTEMPTS = 3
 
@@ -398,6 +402,11 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None) -> None:
             ctypes.string_at(0)   # a genuine segmentation fault (reads address 0)
         if _hooked(HANG_HOOK, case.label):
             time.sleep(10 ** 6)
+        if _hooked(MEMORY_HOOK, case.label):
+            ballast = bytearray(1 << 30)
+            for k in range(0, len(ballast), 4096):
+                ballast[k] = 1        # touch every page: resident, not just reserved
+            time.sleep(10 ** 6)
         try:
             msg: tuple[Any, ...] = ("done", case.key, run_case(case, config, Path(out) if out else None))
         except InputError as err:
@@ -408,6 +417,8 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None) -> None:
             conn.send(msg)
         except OSError:
             return   # the parent is gone
+        if rss_bytes(os.getpid()) > RECYCLE_RSS:
+            return   # Z3 keeps what a case built: a fresh worker takes the next case
 
 
 class _Worker:
@@ -447,7 +458,37 @@ class WorkerStartError(RuntimeError):
     pass
 
 
+# A worker whose resident memory exceeds this after a case exits (the parent starts a fresh
+# one): terms of finished cases stay in Z3's context. One case may use up to
+# `case_memory_limit(jobs)` before the parent kills it (its verdict: unknown, with the
+# reason), instead of the kernel's OOM killer picking a process (seen: 23 GB for one
+# layer_norm check in a long single-process run).
+RECYCLE_RSS = 3 << 30
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of process `pid` in bytes (0 when unknown: not Linux, or gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def case_memory_limit(jobs: int) -> int:
+    """Bytes one case may hold: three quarters of the machine's memory shared by the workers
+    (at least 2 GiB), or TVTV_CASE_MEMORY_MB."""
+    if os.environ.get(MEMORY_LIMIT_ENV):
+        return int(os.environ[MEMORY_LIMIT_ENV]) << 20
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 16 << 30
+    return max(2 << 30, int(total * 0.75) // max(1, jobs))
+
+
 OnDone = Callable[[Case, list[Result]], None]
+MEMORY_POLL = 2.0
 
 
 def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs: int,
@@ -458,6 +499,7 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
     import multiprocessing.connection
 
     ctx = multiprocessing.get_context("spawn")
+    memory_limit = case_memory_limit(jobs)
     pending = deque(cases)
     workers: list[_Worker] = []
     failed_starts = 0
@@ -480,8 +522,9 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
             now = time.monotonic()
             waits = [w.started + case_timeout - now for w in workers
                      if w.case is not None and case_timeout is not None]
+            # wake at least every MEMORY_POLL seconds to look at the workers' memory
             multiprocessing.connection.wait([w.conn for w in workers] + [w.proc.sentinel for w in workers],
-                                            timeout=max(0.0, min(waits)) if waits else None)
+                                            timeout=max(0.0, min([*waits, MEMORY_POLL])))
             alive: list[_Worker] = []
             for w in workers:
                 dead_reason: str | None = None
@@ -514,6 +557,8 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
                 elif (w.case is not None and case_timeout is not None
                       and time.monotonic() - w.started >= case_timeout):
                     dead_reason = f"case timeout after {case_timeout:g} s"
+                elif w.case is not None and rss_bytes(w.proc.pid) > memory_limit:
+                    dead_reason = f"memory limit: the check held more than {memory_limit >> 20} MiB"
                 if dead_reason is None:
                     alive.append(w)
                     continue

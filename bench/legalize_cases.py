@@ -1,0 +1,320 @@
+"""Single-op Relax modules for the LegalizeOps table (bench/legalize_table.py): at least
+`N_CASES` calls of every op in tvtv's encoder set (`tvtv.encode.registry.supported_ops()`),
+with different shapes and attributes.
+
+Where GenCoG has a specification of the op (`generators/gencog/ops.py`), its concolic solver
+picks the calls (seeds 0, 1, 2, ... in order, so the cases are reproducible), restricted to
+small tensors: input rank <= 5, every input dim <= 4, every input and output tensor at most
+`MAX_ELEMS` elements, conv/pool spatial sizes <= 5. The first cases use float32, a later one
+the op's second accepted dtype (int32, bool or float16, in that preference) when it has one.
+For the ops GenCoG lacks (inverse/hyperbolic trig, shifts, cumsum, einsum, ...) and a few
+attribute combinations worth pinning (conv2d with padding, a max pool that pads, batch_norm)
+cases are written by hand with `relax.BlockBuilder`.
+
+`cases_for(op)` is deterministic: the same list (labels and modules) on every call.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from tvm import relax
+
+# the repository's `generators` package, not bench/generators.py (this file's folder is
+# sys.path[0] when a bench script runs)
+_ROOT = str(Path(__file__).resolve().parents[1])
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+
+N_CASES = 3
+MAX_ELEMS = 64
+MAX_SPATIAL = 5
+SEEDS = 120
+
+F32, F16, I32, BOOL = "float32", "float16", "int32", "bool"
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int8": "i8",
+          "int64": "i64", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of `op`: `label` names it (op, input types, attributes); `build()` gives the
+    single-op Relax module (its errors are TVM rejecting the call)."""
+
+    op: str
+    label: str
+    build: Callable[[], Any]
+
+
+def _ty(shape: Sequence[int], dtype: str) -> str:
+    return f"({','.join(map(str, shape))}){_SHORT.get(dtype, dtype)}"
+
+
+# layouts left out of labels: the defaults (channel-first data, OI/IO kernels)
+_DEFAULT_LAYOUTS = ("NCW", "NCHW", "NCDHW", "OIW", "OIHW", "OIDHW", "IOW", "IOHW", "IODHW")
+
+
+def _attr_text(attrs: dict[str, Any]) -> str:
+    parts = []
+    for k, v in attrs.items():
+        if v is None or (k.endswith("layout") and v in _DEFAULT_LAYOUTS):
+            continue
+        s = json.dumps(v, default=str).replace('"', "").replace(" ", "")
+        parts.append(f"{k}={s}")
+    return " ".join(parts)
+
+
+def _label(op: str, types: Sequence[tuple[Sequence[int], str]], attrs: dict[str, Any]) -> str:
+    text = f"{op.removeprefix('relax.')} {' '.join(_ty(s, d) for s, d in types)}"
+    a = _attr_text(attrs)
+    return (text + (" " + a if a else "")).replace("|", "/")
+
+
+# ---------------------------------------------------------------- GenCoG-produced cases
+
+_SPATIAL_OPS = ("conv", "pool")
+
+
+def _small(sol: Any, op: str) -> bool:
+    """Whether a solved call is small enough for a quick check."""
+    ts = list(sol.in_types) + list(sol.out_types)
+    if any(t.size > MAX_ELEMS for t in ts):
+        return False
+    if any(k in op for k in _SPATIAL_OPS):
+        # NC<spatial> layouts mostly; for channel-last layouts the check is looser but the
+        # element bound above still holds
+        x = sol.in_types[0]
+        return all(d <= MAX_SPATIAL for d in x.shape[2:])
+    return True
+
+
+def _dtypes(op: str) -> list[str]:
+    """float32 first, then one other dtype the spec accepts (int32, bool, float16)."""
+    from generators.gencog.solve import first_input_ok
+
+    ok = [d for d in (F32, I32, BOOL, F16) if any(first_input_ok(op, r, d) for r in range(1, 6))]
+    return ok[:2]
+
+
+def gencog_cases(op: str, n: int = N_CASES) -> list[Case]:
+    """Up to `n` distinct small calls of `op` solved from its GenCoG spec (none if it has
+    no spec). The last case uses the op's second dtype when it has one."""
+    from generators.emit import emit
+    from generators.gencog import expr as E
+    from generators.gencog.gen import call_graph
+    from generators.gencog.ops import OPS
+    from generators.gencog.solve import SolveError, solve
+
+    if op not in OPS:
+        return []
+    spec = OPS[op].spec
+    dts = _dtypes(op)
+    out: list[Case] = []
+    seen: set[str] = set()
+    for seed in range(SEEDS):
+        if len(out) >= n:
+            break
+        dt = dts[-1] if len(out) == n - 1 else dts[0]
+        extra = [E.IN[0].dtype == dt, E.IN[0].rank <= 5,
+                 E.ForAll(E.IN[0].rank, lambda i: E.IN[0].shape[i] <= 4)]
+        try:
+            sol = solve(spec, {}, random.Random(seed), in_num=2 if spec.variadic else None,
+                        extra=extra)
+        except SolveError:
+            continue
+        if not _small(sol, op):
+            continue
+        label = _label(op, [(t.shape, t.dtype) for t in sol.in_types], sol.attrs)
+        if label in seen:
+            continue
+        seen.add(label)
+
+        def build(sol: Any = sol) -> Any:
+            return emit(call_graph(op, sol), check_types=False)
+
+        out.append(Case(op, label, build))
+    return out
+
+
+# ---------------------------------------------------------------- hand-written cases
+
+O = relax.op
+
+
+def _fn(op: str, types: Sequence[tuple[Sequence[int], str]], call: Callable[..., Any],
+        attrs: Optional[dict[str, Any]] = None, tuple_in: bool = False) -> Case:
+    """A case calling `call(*params)` (or `call(Tuple(params))` when `tuple_in`); `attrs` is
+    only for the label (the call carries them)."""
+    attrs = attrs or {}
+
+    def build() -> Any:
+        bb = relax.BlockBuilder()
+        xs = [relax.Var(f"x{i}", relax.TensorType(list(s), d)) for i, (s, d) in enumerate(types)]
+        with bb.function("main", xs):
+            out = bb.emit(call(relax.Tuple(xs)) if tuple_in else call(*xs))
+            bb.emit_func_output(out)
+        return bb.get()
+
+    return Case(op, _label(op, types, attrs), build)
+
+
+def _unary(op: str, fn: Callable[..., Any], **kw: Any) -> list[Case]:
+    return [_fn(op, [((2, 3), F32)], lambda x: fn(x, **kw), kw),
+            _fn(op, [((5,), F32)], lambda x: fn(x, **kw), kw),
+            _fn(op, [((2, 2, 2), F16)], lambda x: fn(x, **kw), kw)]
+
+
+def _binary(op: str, fn: Callable[..., Any], dtype: str = F32) -> list[Case]:
+    return [_fn(op, [((2, 3), dtype), ((2, 3), dtype)], fn),
+            _fn(op, [((2, 3), dtype), ((3,), dtype)], fn),
+            _fn(op, [((4, 1), dtype), ((1, 3), dtype)], fn)]
+
+
+def _hand() -> dict[str, list[Case]]:
+    h: dict[str, list[Case]] = {}
+    for name in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"):
+        h[f"relax.{name}"] = _unary(f"relax.{name}", getattr(O, name))
+    h["relax.nn.gelu_tanh"] = _unary("relax.nn.gelu_tanh", O.nn.gelu_tanh)
+    h["relax.nn.selu"] = _unary("relax.nn.selu", O.nn.selu)
+    h["relax.nn.softplus"] = [
+        _fn("relax.nn.softplus", [((2, 3), F32)], lambda x: O.nn.softplus(x), {}),
+        _fn("relax.nn.softplus", [((5,), F32)], lambda x: O.nn.softplus(x, beta=2.0, threshold=5.0),
+            {"beta": 2.0, "threshold": 5.0}),
+        _fn("relax.nn.softplus", [((2, 2), F16)], lambda x: O.nn.softplus(x), {})]
+    h["relax.atan2"] = _binary("relax.atan2", O.atan2)
+    h["relax.log_add_exp"] = _binary("relax.log_add_exp", O.log_add_exp)
+    h["relax.mod"] = _binary("relax.mod", O.mod)
+    h["relax.left_shift"] = _binary("relax.left_shift", O.left_shift, I32)
+    h["relax.right_shift"] = _binary("relax.right_shift", O.right_shift, I32)
+    h["relax.logical_xor"] = _binary("relax.logical_xor", O.logical_xor, BOOL)
+    h["relax.outer"] = [
+        _fn("relax.outer", [((3,), F32), ((4,), F32)], O.outer),
+        _fn("relax.outer", [((1,), F32), ((5,), F32)], O.outer),
+        _fn("relax.outer", [((4,), I32), ((2,), I32)], O.outer)]
+    h["relax.stack"] = [
+        _fn("relax.stack", [((2, 3), F32), ((2, 3), F32)], lambda t: O.stack(t, axis=0),
+            {"axis": 0}, tuple_in=True),
+        _fn("relax.stack", [((2, 3), F32), ((2, 3), F32), ((2, 3), F32)],
+            lambda t: O.stack(t, axis=2), {"axis": 2}, tuple_in=True),
+        _fn("relax.stack", [((4,), I32), ((4,), I32)], lambda t: O.stack(t, axis=-1),
+            {"axis": -1}, tuple_in=True)]
+    for name in ("cumsum", "cumprod"):
+        fn = getattr(O, name)
+        h[f"relax.{name}"] = [
+            _fn(f"relax.{name}", [((2, 3), F32)], lambda x, fn=fn: fn(x), {}),
+            _fn(f"relax.{name}", [((2, 3), F32)], lambda x, fn=fn: fn(x, axis=1), {"axis": 1}),
+            _fn(f"relax.{name}", [((3, 2), F32)], lambda x, fn=fn: fn(x, axis=0, exclusive=True),
+                {"axis": 0, "exclusive": True}),
+            _fn(f"relax.{name}", [((2, 3), I32)], lambda x, fn=fn: fn(x, axis=1), {"axis": 1})]
+    h["relax.einsum"] = [
+        _fn("relax.einsum", [((2, 3), F32), ((3, 4), F32)],
+            lambda t: O.einsum(t, "ij,jk->ik"), {"subscripts": "ij,jk->ik"}, tuple_in=True),
+        _fn("relax.einsum", [((2, 3), F32)],
+            lambda t: O.einsum(t, "ij->ji"), {"subscripts": "ij->ji"}, tuple_in=True),
+        _fn("relax.einsum", [((3, 3), F32)],
+            lambda t: O.einsum(t, "ii->i"), {"subscripts": "ii->i"}, tuple_in=True),
+        _fn("relax.einsum", [((2, 2, 3), F32), ((2, 3, 2), F32)],
+            lambda t: O.einsum(t, "bij,bjk->bik"), {"subscripts": "bij,bjk->bik"},
+            tuple_in=True)]
+    h["relax.collapse_sum_like"] = [
+        _fn("relax.collapse_sum_like", [((2, 3), F32), ((3,), F32)], O.collapse_sum_like),
+        _fn("relax.collapse_sum_like", [((2, 3), F32), ((1, 3), F32)], O.collapse_sum_like),
+        _fn("relax.collapse_sum_like", [((2, 3, 4), F32), ((3, 1), F32)], O.collapse_sum_like)]
+    h["relax.collapse_sum_to"] = [
+        _fn("relax.collapse_sum_to", [((2, 3), F32)], lambda x: O.collapse_sum_to(x, (3,)),
+            {"shape": [3]}),
+        _fn("relax.collapse_sum_to", [((2, 3), F32)], lambda x: O.collapse_sum_to(x, (2, 1)),
+            {"shape": [2, 1]}),
+        _fn("relax.collapse_sum_to", [((2, 3, 4), I32)], lambda x: O.collapse_sum_to(x, (3, 1)),
+            {"shape": [3, 1]})]
+    h["relax.nn.pixel_shuffle"] = [
+        _fn("relax.nn.pixel_shuffle", [((1, 4, 2, 2), F32)],
+            lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),
+        _fn("relax.nn.pixel_shuffle", [((2, 8, 1, 2), F32)],
+            lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),
+        _fn("relax.nn.pixel_shuffle", [((1, 9, 2, 1), F32)],
+            lambda x: O.nn.pixel_shuffle(x, 3), {"upscale_factor": 3})]
+    return h
+
+
+def _pinned() -> dict[str, list[Case]]:
+    """Hand-written cases kept alongside GenCoG's (known findings, attributes worth a fixed
+    row; the tests re-check some of them)."""
+    p: dict[str, list[Case]] = {}
+    p["relax.nn.relu"] = [_fn("relax.nn.relu", [((2, 3), F32)], O.nn.relu)]
+    p["relax.exp"] = [_fn("relax.exp", [((2, 3), F32)], O.exp)]
+    p["relax.sum"] = [_fn("relax.sum", [((2, 3), F32)], lambda x: O.sum(x, axis=[1]), {"axis": [1]})]
+    p["relax.max"] = [_fn("relax.max", [((2, 3), F32)], lambda x: O.max(x, axis=[1]), {"axis": [1]})]
+    p["relax.argmax"] = [_fn("relax.argmax", [((2, 3), F32)], lambda x: O.argmax(x, axis=1),
+                             {"axis": 1})]
+    p["relax.nn.conv2d"] = [_fn(
+        "relax.nn.conv2d", [((1, 1, 3, 3), F32), ((2, 1, 2, 2), F32)],
+        lambda x, w: O.nn.conv2d(x, w, strides=2, padding=1),
+        {"strides": [2, 2], "padding": [1, 1, 1, 1]})]
+    p["relax.nn.max_pool2d"] = [_fn(
+        "relax.nn.max_pool2d", [((1, 1, 3, 3), F32)],
+        lambda x: O.nn.max_pool2d(x, pool_size=2, strides=2, padding=1),
+        {"pool_size": [2, 2], "strides": [2, 2], "padding": [1, 1, 1, 1]})]
+    p["relax.nn.avg_pool2d"] = [_fn(
+        "relax.nn.avg_pool2d", [((1, 1, 3, 3), F32)],
+        lambda x: O.nn.avg_pool2d(x, pool_size=2, strides=1, padding=1, count_include_pad=False),
+        {"pool_size": [2, 2], "padding": [1, 1, 1, 1], "count_include_pad": False})]
+    # inference mode (Relax's default is training=True, which tvtv does not encode)
+    p["relax.nn.batch_norm"] = [
+        _fn("relax.nn.batch_norm", [((2, 3), F32)] + [((3,), F32)] * 4,
+            lambda x, g, b, m, v: O.nn.batch_norm(x, g, b, m, v, axis=1, training=False),
+            {"axis": 1, "training": False}),
+        _fn("relax.nn.batch_norm", [((1, 2, 2, 2), F32)] + [((2,), F32)] * 4,
+            lambda x, g, b, m, v: O.nn.batch_norm(x, g, b, m, v, axis=1, epsilon=0.1,
+                                                  center=False, training=False),
+            {"axis": 1, "epsilon": 0.1, "center": False, "training": False})]
+    return p
+
+
+def _extra() -> dict[str, list[Case]]:
+    """Hand-written cases appended after the others (GenCoG's nn.pad spec only gives
+    pad_mode='edge', which tvtv does not encode: the constant mode gets its own rows)."""
+    e: dict[str, list[Case]] = {}
+    e["relax.nn.pad"] = [
+        _fn("relax.nn.pad", [((2, 3), F32)], lambda x: O.nn.pad(x, [1, 0, 0, 2], "constant", 0.0),
+            {"pad_width": [1, 0, 0, 2], "pad_mode": "constant", "pad_value": 0.0}),
+        _fn("relax.nn.pad", [((1, 1, 2, 2), F32)],
+            lambda x: O.nn.pad(x, [0, 0, 0, 0, 1, 1, 1, 1], "constant", -1.5),
+            {"pad_width": [0, 0, 0, 0, 1, 1, 1, 1], "pad_mode": "constant", "pad_value": -1.5}),
+        _fn("relax.nn.pad", [((3,), I32)], lambda x: O.nn.pad(x, [2, 1], "constant", 7),
+            {"pad_width": [2, 1], "pad_mode": "constant", "pad_value": 7})]
+    return e
+
+
+@lru_cache(maxsize=None)
+def _hand_cached() -> tuple[dict[str, list[Case]], dict[str, list[Case]], dict[str, list[Case]]]:
+    return _hand(), _pinned(), _extra()
+
+
+@lru_cache(maxsize=None)
+def cases_for(op: str) -> tuple[Case, ...]:
+    """Every case of `op`: pinned hand cases, then GenCoG's (or hand-written ones when GenCoG
+    has no spec), then the extra hand cases; at least `N_CASES` in all; labels unique."""
+    hand, pinned, extra = _hand_cached()
+    cs = list(pinned.get(op, [])) + gencog_cases(op)
+    if len(cs) < N_CASES:
+        cs += hand.get(op, [])
+    cs += extra.get(op, [])
+    out, seen = [], set()
+    for c in cs:
+        if c.label not in seen:
+            seen.add(c.label)
+            out.append(c)
+    return tuple(out)
+
+
+def all_ops() -> list[str]:
+    """The encoder's op set, sorted."""
+    from tvtv.encode.registry import supported_ops
+
+    return sorted(supported_ops())

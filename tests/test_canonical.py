@@ -90,3 +90,15 @@ def test_legalized_ops_meet_the_relax_terms_without_a_solver():
     for build in cases:
         differing, n = _legalized_pair_differences(build)
         assert differing == 0, (build, differing, n)
+
+
+def test_deep_terms_do_not_hit_the_recursion_limit():
+    x, y = z3.BitVecs("x y", 8)
+    t = x
+    for k in range(5000):            # a chain far deeper than Python's recursion limit
+        t = z3.If(z3.Or(t == k % 7, y == 1), t + 1, y)
+    c = Canonicalizer()
+    assert c._canon(t).eq(c._canon(t))
+    s = z3.Solver()
+    s.add(c._canon(t) != t)
+    assert s.check() == z3.unsat

@@ -117,7 +117,7 @@ def test_climbing_after_a_timeout_looks_at_the_undecided_terms():
     import z3
 
     from tvtv.encode.function import OPAQUE_NOTE
-    from tvtv.refinement import abstractions_in
+    from tvtv.encode.function import abstractions_in
     x = z3.BitVec("x", 8)
     arr = z3.Array("a", z3.BitVecSort(32), z3.BitVecSort(8))
     dot = z3.Function("dot_float32_3", arr.sort(), arr.sort(), z3.BitVecSort(8))

@@ -110,3 +110,29 @@ def test_libm_binaries_match_vm_where_the_encoding_fixes_a_value(name, vm):
         fixed += 1
         assert _same(float(got), fp_value(term, "float32")), (name, x, y, got, term)
     assert fixed >= 40, fixed      # most special pairs are fixed by C99 Annex F
+
+
+def _binary_module(op):
+    from tvm import relax
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3), "float32"))
+    y = relax.Var("y", relax.TensorType((2, 3), "float32"))
+    with bb.function("main", [x, y]):
+        bb.emit_func_output(bb.emit(op(x, y)))
+    return bb.get()
+
+
+@pytest.mark.parametrize("name", ["power", "atan2", "mod"])
+def test_legalized_libm_ops_are_proved_and_a_swapped_one_is_refuted(name):
+    """The legalized op is its Relax op (one C99 definition); its twin, the legalization of
+    another libm op put in its place, must be refuted."""
+    import tvtv
+    from tvm import relax
+    ops = {"power": relax.op.power, "atan2": relax.op.atan2, "mod": relax.op.mod}
+    other = {"power": "atan2", "atan2": "mod", "mod": "power"}[name]
+    src = _binary_module(ops[name])
+    (r,) = tvtv.verify(src, relax.transform.LegalizeOps()(src), confirm_vm=False).results
+    assert r.verdict == "proved", r.to_dict()
+    twin = relax.transform.LegalizeOps()(_binary_module(ops[other]))
+    (r,) = tvtv.verify(src, twin, confirm_vm=False).results
+    assert r.verdict == "counterexample", r.to_dict()

@@ -9,7 +9,7 @@ from typing import Any
 from tvtv import confirm, passes
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import relax_reader, tvm_bridge
-from tvtv.refinement import Options, check_programs
+from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -62,11 +62,6 @@ def verify(before: Any, after: Any, fp: str = "abstract", timeout: float = 30.0,
                 r.confirmed = confirm.confirm(before_mod, after_mod, fn.name, params, r.counterexample)
                 _demote_unshown(r)
     return Report(results)
-
-
-# what refinement.check_function records when the IEEE model could not decide an abstract
-# counterexample
-IEEE_TIMED_OUT = "fp: ieee timed out"
 
 
 def _demote_unshown(r: Result) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextvars
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -33,8 +32,9 @@ from tvtv.absfp.real import RealModel
 from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.function import (OPAQUE_NOTE, FunctionEncoder, abstraction_level, concrete_value,
-                                  input_value, ladder, opaque_can_prove, worth_climbing)
+from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractions_in,
+                                  concrete_value, input_value, ladder, opaque_can_prove,
+                                  worth_climbing)
 from tvtv.encode.probe import probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, unravel
 from tvtv.encode.values import Value, flatten
@@ -44,6 +44,9 @@ from tvtv.report import COUNTEREXAMPLE, PROVED, UNKNOWN, Counterexample, Result
 from tvtv.solvers import SOLVERS, Query
 
 FP_MODELS = ("abstract", "ieee", "real")
+# in `levels` when the IEEE model could not decide an abstract counterexample (it then stands,
+# unconfirmed; `tvtv.api` makes it unknown unless execution shows it)
+IEEE_TIMED_OUT = "fp: ieee timed out"
 
 
 @dataclass
@@ -99,40 +102,6 @@ class _Timeout(Exception):
     def __init__(self, reason: str = "", terms: Sequence[z3.ExprRef] | None = None) -> None:
         super().__init__(reason)
         self.terms = terms
-
-
-_OPAQUE_UF = re.compile(r"^tir_[0-9a-f]+_\d+$")   # tvtv.encode.function.call_tir, opaque level
-
-
-def abstractions_in(terms: Sequence[z3.ExprRef]) -> set[str]:
-    """The ladder notes (`worth_refining`) of the abstractions `terms` use: opaque call_tir
-    functions, dot-product functions, uninterpreted sums."""
-    from tvtv.encode.reduction import DOT_NOTE
-    found: set[str] = set()
-    seen: set[int] = set()
-    keep: list[z3.ExprRef] = []          # alive while walking, so ids are not reused
-    todo = list(terms)
-    while todo:
-        e = todo.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        keep.append(e)
-        if z3.is_quantifier(e):
-            todo.append(e.body())
-            continue
-        if not z3.is_app(e):
-            continue
-        if e.decl().kind() == z3.Z3_OP_UNINTERPRETED and e.num_args() > 0:
-            name = e.decl().name()
-            if name.startswith("dot_"):
-                found.add(DOT_NOTE)
-            elif "sum_" in name:
-                found.add("sum: uninterpreted")
-            elif _OPAQUE_UF.match(name):
-                found.add(OPAQUE_NOTE)
-        todo.extend(e.children())
-    return found
 
 
 @dataclass
@@ -203,8 +172,7 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     args = [v for _, _, v in inputs]
     src = _encode_side(src_prog, src_fn, args, model, "src")
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt")
-    from tvtv.encode.values import flatten as _flat
-    facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in _flat(v)]) \
+    facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
     notes = src.ctx.notes | tgt.ctx.notes
     if model.hash_facts:
@@ -296,12 +264,13 @@ def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None)
 
     # 0. In the IEEE model, first a cheap concrete probe on special-valued inputs
     # (tvtv/encode/probe.py): big FP circuits (FastMathTransform's) solve slowly.
-    if enc.model.name == "ieee":
-        found = probe([(n, v) for n, _, v in enc.inputs if isinstance(v, Tensor)],
+    # (Tuple inputs are not probed: the probe's inputs are whole tensors.)
+    if enc.model.name == "ieee" and all(isinstance(v, Tensor) for _, _, v in enc.inputs):
+        found = probe([(n, v) for n, _, v in enc.inputs],
                       list(zip(enc.src.outputs, enc.tgt.outputs)), [*pre, wd_src, wd_tgt],
                       enc.model.domain,
                       lambda dom, x, y: assume_mod.same_output(enc.options.assume, dom, x, y))
-        if found is not None and len(enc.inputs) == len([v for _, _, v in enc.inputs if isinstance(v, Tensor)]):
+        if found is not None:
             inputs, k, flat, x, y = found
             a = enc.src.outputs[k]
             index = tuple(int(q) for q in np.unravel_index(flat, a.shape)) if a.shape else ()
@@ -533,15 +502,15 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                 except _Timeout as err:
                     # climb for what the undecided elements abstract (all of the encoding's
                     # abstractions when the query was not about elements)
-                    used = enc.notes if enc is None or err.terms is None \
-                        else abstractions_in(err.terms)
-                    if enc is not None and worth_climbing(rung, rungs[rung_no + 1:], used):
+                    used = set() if enc is None else (
+                        enc.notes if err.terms is None else abstractions_in(err.terms))
+                    if worth_climbing(rung, rungs[rung_no + 1:], used):
                         levels.append("timed out: refining")
                         break
                     if abstract_cex is not None:
                         # the IEEE model could not decide: the abstract counterexample stands
                         # (unconfirmed by the abstraction; execution may still confirm it)
-                        levels.append("fp: ieee timed out")
+                        levels.append(IEEE_TIMED_OUT)
                         return result(COUNTEREXAMPLE, abstract_cex.message, abstract_cex, levels)
                     return result(UNKNOWN, f"timeout after {timeout:g} s per query ({err})",
                                   levels=levels)

@@ -231,9 +231,6 @@ class AbstractFloats(ScalarDomain):
                      self.mk(s, f(ma, mb)))))))))
 
     # -- functions from the special-value table -------------------------------------------------
-    def _special_value(self, out: float | str, x):
-        return x if out == "x" else self.const(out)
-
     def unary(self, fname: str, x):
         rule = special.UNARY_RULES.get(fname)
         if rule is None:
@@ -259,11 +256,7 @@ class AbstractFloats(ScalarDomain):
             one = self.const_mag(1.0)
             cases["+1"] = x == self.mk(0, one)
             cases["-1"] = x == self.mk(1, one)
-        result = general
-        for key, cond in cases.items():
-            if key in rule.specials:
-                result = z3.If(cond, self._special_value(rule.specials[key], x), result)
-        return result
+        return self.with_specials(rule.specials, cases, x, general)
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:

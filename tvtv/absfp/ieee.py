@@ -110,12 +110,7 @@ class IEEEFloats(ScalarDomain):
             "+0": x == z3.fpPlusZero(self.sort), "-0": x == z3.fpMinusZero(self.sort),
             "+1": x == self.const(1.0), "-1": x == self.const(-1.0),
         }
-        result = general
-        for key, cond in cases.items():
-            if key in rule.specials:
-                out = rule.specials[key]
-                result = z3.If(cond, x if out == "x" else self.const(out), result)
-        return result
+        return self.with_specials(rule.specials, cases, x, general)
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:

@@ -35,6 +35,17 @@ class ScalarDomain(ABC):
     def one(self) -> z3.ExprRef:
         return self.const(1)
 
+    def with_specials(self, specials: dict[str, float | str], cases: dict[str, z3.BoolRef],
+                      x: z3.ExprRef, general: z3.ExprRef) -> z3.ExprRef:
+        """`general`, except on the special inputs a special-value rule fixes
+        (`absfp/special.py`): where `cases[key]` holds, `specials[key]` (`"x"`: x itself)."""
+        result = general
+        for key, cond in cases.items():
+            if key in specials:
+                out = specials[key]
+                result = z3.If(cond, x if out == "x" else self.const(out), result)
+        return result
+
     # -- arithmetic --------------------------------------------------------------------------
     @abstractmethod
     def add(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef: ...

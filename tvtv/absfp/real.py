@@ -183,12 +183,7 @@ class RealFloats(ScalarDomain):
             general = z3.If(v < 0, RF.nan, general)
         cases = {"nan": RF.is_nan(x), "+inf": RF.is_pinf(x), "-inf": RF.is_ninf(x),
                  "+0": self._zero(x), "+1": x == self.const(1.0), "-1": x == self.const(-1.0)}
-        result = general
-        for key, cond in cases.items():
-            if key in rule.specials:
-                out = rule.specials[key]
-                result = z3.If(cond, x if out == "x" else self.const(out), result)
-        return result
+        return self.with_specials(rule.specials, cases, x, general)
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:

@@ -33,21 +33,30 @@ class Canonicalizer:
     def __call__(self, term: z3.ExprRef) -> z3.ExprRef:
         return self._canon(z3.simplify(term))
 
-    def _canon(self, e: z3.ExprRef) -> z3.ExprRef:
-        key = e.get_id()
-        hit = self._memo.get(key)
-        if hit is not None:
-            return hit[1]
-        out = e
-        if z3.is_app(e) and e.num_args() > 0:
-            kids = [self._canon(c) for c in e.children()]
-            kind = e.decl().kind()
-            if kind in COMMUTATIVE:
+    def _canon(self, root: z3.ExprRef) -> z3.ExprRef:
+        # post-order with an explicit stack: fused graphs nest thousands of terms deep,
+        # beyond Python's recursion limit
+        memo = self._memo
+        stack: list[tuple[z3.ExprRef, bool]] = [(root, False)]
+        while stack:
+            e, children_done = stack.pop()
+            key = e.get_id()
+            if key in memo:
+                continue
+            if not (z3.is_app(e) and e.num_args() > 0):
+                memo[key] = (e, e)      # a constant, variable or quantifier: kept as it is
+                continue
+            if not children_done:
+                stack.append((e, True))
+                stack.extend((c, False) for c in e.children() if c.get_id() not in memo)
+                continue
+            children = e.children()
+            kids = [memo[c.get_id()][1] for c in children]
+            if e.decl().kind() in COMMUTATIVE:
                 kids.sort(key=lambda c: (c.hash(), c.get_id()))
-            if any(not k.eq(c) for k, c in zip(kids, e.children())):
-                out = _rebuild(e, kids)
-        self._memo[key] = (e, out)
-        return out
+            changed = any(not k.eq(c) for k, c in zip(kids, children))
+            memo[key] = (e, _rebuild(e, kids) if changed else e)
+        return memo[root.get_id()][1]
 
 
 def _rebuild(e: z3.ExprRef, kids: list[z3.ExprRef]) -> z3.ExprRef:

@@ -9,6 +9,7 @@ encoded at the abstraction level's choice (mlir-tv's abstraction refinement, §6
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import z3
 from tvtv.absfp.dtypes import check_supported
 from tvtv.encode import registry
 from tvtv.encode.context import EncodeContext
+from tvtv.encode.reduction import DOT_NOTE, SUM_NOTE
 from tvtv.encode.tensor import INDEX, Tensor, idx
 from tvtv.encode.tir import encode_prim_func
 from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor
@@ -69,16 +71,60 @@ def ladder(name: str) -> tuple[Abstraction, ...]:
 
 def worth_refining(level: Abstraction, nxt: Abstraction, notes: set[str]) -> bool:
     """Does the next rung make precise something this rung's encoding abstracted?"""
-    from tvtv.encode.reduction import DOT_NOTE
     return ((OPAQUE_NOTE in notes and level.tir == "opaque" and nxt.tir == "body")
             or (DOT_NOTE in notes and level.dot == "uf" and nxt.dot == "sum")
-            or ("sum: uninterpreted" in notes and not level.unroll and nxt.unroll))
+            or (SUM_NOTE in notes and not level.unroll and nxt.unroll))
 
 
 def worth_climbing(level: Abstraction, later: Sequence[Abstraction], notes: set[str]) -> bool:
     """Does any later rung make precise something this rung abstracted? (A timeout at
     "opaque call_tir, dot: function" must still reach "dot: sum of products" two rungs up.)"""
     return any(worth_refining(level, nxt, notes) for nxt in later)
+
+
+def _opaque_uf_name(prim_hash: int, k: int) -> str:
+    """The uninterpreted function of output k of an opaque call_tir."""
+    return f"tir_{prim_hash:x}_{k}"
+
+
+_OPAQUE_UF = re.compile(r"^tir_[0-9a-f]+_\d+$")     # the names `_opaque_uf_name` makes
+
+
+def _note_of_uf(name: str) -> str | None:
+    """The ladder note of the abstraction an uninterpreted function stands for, if any:
+    a dot product (`reduction.dot`), a sum (`reduction.reduce_sum`, or the float model's
+    hashed sums), an opaque PrimFunc."""
+    if name.startswith("dot_"):
+        return DOT_NOTE
+    if "sum_" in name:
+        return SUM_NOTE
+    if _OPAQUE_UF.match(name):
+        return OPAQUE_NOTE
+    return None
+
+
+def abstractions_in(terms: Sequence[z3.ExprRef]) -> set[str]:
+    """The ladder notes (`worth_refining`) of the abstractions `terms` use, so that a
+    timeout climbs only for what the undecided terms abstract."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    keep: list[z3.ExprRef] = []          # alive while walking, so ids are not reused
+    todo = list(terms)
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        keep.append(e)
+        if z3.is_quantifier(e):
+            todo.append(e.body())
+        elif z3.is_app(e):
+            if e.decl().kind() == z3.Z3_OP_UNINTERPRETED and e.num_args() > 0:
+                note = _note_of_uf(e.decl().name())
+                if note is not None:
+                    found.add(note)
+            todo.extend(e.children())
+    return found
 
 
 def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
@@ -236,7 +282,7 @@ class FunctionEncoder:
                 raise Unsupported(f"call_tir {e.prim} with output type {ty}")
             check_supported(ty.dtype, f"call_tir {e.prim}")
             sort = self.ctx.dom(ty.dtype).sort
-            f = self.ctx.uf(f"tir_{e.prim_hash:x}_{k}", *[b.sort() for b in bounded], INDEX, sort)
+            f = self.ctx.uf(_opaque_uf_name(e.prim_hash, k), *[b.sort() for b in bounded], INDEX, sort)
             outs.append(Tensor.from_flat(ty.shape, ty.dtype, lambda i, f=f: f(*bounded, i)))
         return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
 

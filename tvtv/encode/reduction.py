@@ -34,6 +34,7 @@ ARGS_BOUND = 32
 # Sums of at most this many terms are unrolled at the last abstraction level (mlir-tv: 10).
 UNROLL_BOUND = 10
 UNROLL_NOTE = "small sums unrolled (index order)"
+SUM_NOTE = "sum: uninterpreted"
 PERMUTED_NOTE = ("sum: all elements of one array in some order, summed as that array "
                  "(the order is unspecified: reassociation)")
 
@@ -118,7 +119,7 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
         for k in range(n):
             acc = dom.add(acc, elem(idx(k)))
         return acc
-    ctx.notes.add("sum: uninterpreted")
+    ctx.notes.add(SUM_NOTE)
     if n > SPECIAL_BOUND and getattr(ctx, "reassociate", False):
         # all elements of one array in some order (a layout change, a reshape, TIR's loop
         # order): the sum of that array's first n elements, one term whatever the order

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import z3
 
 from tvtv.absfp.interface import ScalarDomain
+from tvtv.encode.ops.elementwise import atan2_float, fmod, pow_float   # the Relax ops' C99
 from tvtv.errors import Unsupported
 
 Term = z3.ExprRef
@@ -69,15 +70,10 @@ INTRINSICS: dict[str, Callable[[ScalarDomain, Sequence[Term]], Term]] = {
     # CPU code calls libm (powf, atan2f, fmodf): C99 Annex F's special cases, the same
     # definitions as the Relax ops' (measured on the VM: atan2(-inf, -inf) = -3pi/4,
     # pow(-inf, -inf) = 0), so the legalized op and the Relax op are one term
-    "pow": lambda dom, args: _c99("pow_float")(dom, *args),
-    "atan2": lambda dom, args: _c99("atan2_float")(dom, *args),
-    "fmod": lambda dom, args: _c99("fmod")(dom, *args),
+    "pow": lambda dom, args: pow_float(dom, *args),
+    "atan2": lambda dom, args: atan2_float(dom, *args),
+    "fmod": lambda dom, args: fmod(dom, *args),
 }
-
-
-def _c99(name: str) -> Callable[..., Term]:
-    from tvtv.encode.ops import elementwise   # the Relax encoders' C99 definitions
-    return getattr(elementwise, name)
 PREDICATES: dict[str, Callable[[ScalarDomain, Term], z3.BoolRef]] = {
     "isnan": lambda dom, x: dom.is_nan(x),
     "isinf": lambda dom, x: dom.is_inf(x),

@@ -6,10 +6,12 @@ import os
 import time
 from typing import Any
 
-from tvtv import confirm, passes
+from tvtv import compose, confirm, passes
+from tvtv import lemmas as lemma_mod
+from tvtv.encode.function import operator_lemmas
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import relax_reader, tvm_bridge
-from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs
+from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs, separates
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -52,14 +54,73 @@ def verify(before: Any, after: Any, fp: str = "abstract", timeout: float = 30.0,
     options.update(float_options(solver, assume))
     opts = Options(fp=fp, timeout=timeout, **options)
     before_mod, after_mod = _as_module(before, "before"), _as_module(after, "after")
+    spec = passes.PASSES.get(pass_name) if pass_name else None
+    if spec is not None and spec.via:
+        return _verify_through(before_mod, after_mod, spec, opts, label, confirm_vm)
     src = relax_reader.read_module(before_mod)
     tgt = relax_reader.read_module(after_mod)
-    results = check_programs(src, tgt, opts, pass_name, label)
+    lemmas = lemma_mod.prove_lemmas(before_mod, opts) if spec is not None and spec.lemmas else None
+    with operator_lemmas(lemmas):
+        results = check_programs(src, tgt, opts, pass_name, label)
+    if lemmas is not None:   # the lemmas are part of the check: their time counts
+        for r in results:
+            r.levels.insert(0, lemmas.describe())
+            r.seconds += lemmas.seconds
     if confirm_vm:
         for r, fn in zip(results, src.public_functions()):
             if r.counterexample is not None:
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before_mod, after_mod, fn.name, params, r.counterexample)
+                _demote_unshown(r)
+    return Report(results)
+
+
+def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Options,
+                    label: str | None, confirm_vm: bool) -> Report:
+    """`after` refines `before` through the modules after `spec.via` (`tvtv.compose`)."""
+    via: list[tuple[str, Any]] = []
+    mod = before
+    try:
+        for name in spec.via:
+            mod = tvm_bridge.apply(passes.get(name).make(), mod)
+            via.append((name, mod))
+    except Exception:   # TVM rejected the module in a step alone: no chain, check directly
+        via = []
+
+    def direct() -> Report:
+        return _verify_direct(before, after, spec.name, label, opts, confirm_vm)
+
+    if not via:
+        return direct()
+
+    def step_check(a: Any, b: Any, step: str, step_label: str) -> Report:
+        return verify(a, b, pass_name=step, label=step_label, confirm_vm=False,
+                      **dataclasses.asdict(opts))
+
+    src_prog, tgt_prog = relax_reader.read_module(before), relax_reader.read_module(after)
+
+    def shown(a: Any, b: Any, j: int, cex: Any) -> bool | None:
+        fn = src_prog.public_functions()[j]
+        if fn.name in tgt_prog.functions:
+            cex.confirmed_ieee = separates(src_prog, fn, tgt_prog, tgt_prog.functions[fn.name], cex,
+                                           timeout=min(opts.timeout, 10.0))
+        if not confirm_vm:
+            return None
+        return confirm.confirm(a, b, fn.name, [p.name for p in fn.params], cex)
+
+    return compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)
+
+
+def _verify_direct(before: Any, after: Any, pass_name: str, label: str | None, opts: Options,
+                   confirm_vm: bool) -> Report:
+    """`verify` without the chain of `via` modules."""
+    src, tgt = relax_reader.read_module(before), relax_reader.read_module(after)
+    results = check_programs(src, tgt, opts, pass_name, label)
+    if confirm_vm:
+        for r, fn in zip(results, src.public_functions()):
+            if r.counterexample is not None:
+                params = [p.name for p in fn.params]
+                r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample)
                 _demote_unshown(r)
     return Report(results)
 

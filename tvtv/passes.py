@@ -23,6 +23,10 @@ class PassSpec:
     prerequisites: tuple[str, ...] = ()
     support: str = VALIDATED
     note: str = ""
+    # checked through the modules after these passes (tvtv.compose): source ⊑ M1 ⊑ target
+    via: tuple[str, ...] = ()
+    # the source's operators are first proved equal to their legalization alone (tvtv.lemmas)
+    lemmas: bool = False
 
     def make(self) -> Any:
         return self.build()
@@ -64,8 +68,9 @@ register(PassSpec("FuseOpsByPattern", lambda: tvm_bridge.fuse_ops_by_pattern(),
 # Passes that emit or change TIR, validated through PrimFunc bodies (tvtv/encode/tir/,
 # tests/test_tir_*.py; LegalizeOps op by op in docs/legalize.md).
 TIR_VALIDATED = "validated through PrimFunc bodies (TIR encoder)"
-register(PassSpec("LegalizeOps", _relax("LegalizeOps"), support=TIR_VALIDATED,
-                  note="lowers Relax ops to TIR PrimFuncs (TIR means what TVM's CPU code does)"))
+register(PassSpec("LegalizeOps", _relax("LegalizeOps"), support=TIR_VALIDATED, lemmas=True,
+                  note="lowers Relax ops to TIR PrimFuncs (TIR means what TVM's CPU code does); "
+                       "each operator is first proved alone"))
 register(PassSpec("AnnotateTIROpPattern", _relax("AnnotateTIROpPattern"), ("LegalizeOps",),
                   support=TIR_VALIDATED, note="annotates PrimFuncs with op patterns"))
 register(PassSpec("FuseOps", _relax("FuseOps"), ("LegalizeOps", "AnnotateTIROpPattern"),
@@ -73,7 +78,9 @@ register(PassSpec("FuseOps", _relax("FuseOps"), ("LegalizeOps", "AnnotateTIROpPa
 register(PassSpec("FuseTIR", _relax("FuseTIR"), ("LegalizeOps", "AnnotateTIROpPattern", "FuseOps"),
                   support=TIR_VALIDATED, note="merges fused PrimFuncs into one"))
 register(PassSpec("zero", lambda: tvm_bridge.pipeline("zero"), support=TIR_VALIDATED,
-                  note="the zero pipeline as one step (LegalizeOps .. FuseTIR)"))
+                  via=("LegalizeOps",),
+                  note="the zero pipeline as one step (LegalizeOps .. FuseTIR), checked through "
+                       "the module after LegalizeOps"))
 register(PassSpec("FastMathTransform", _relax("FastMathTransform"), support=TIR_VALIDATED,
                   note="exp/tanh/erf -> polynomial PrimFuncs: refuted (an approximation)"))
 register(PassSpec("FuseTransposeMatmul", _relax("FuseTransposeMatmul"), support=TIR_VALIDATED,

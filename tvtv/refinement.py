@@ -70,6 +70,9 @@ class Options:
     # abstraction ladder (tvtv.encode.function.LADDERS): "auto" = opaque call_tir and dot
     # functions first, then PrimFunc bodies, sums of products, unrolled small sums
     tir: str = "auto"
+    # seconds for the whole check of one function (every query, rung and float model), or
+    # None for no bound beyond `timeout` per query; a spent budget makes the verdict unknown
+    budget: float | None = None
 
     def __post_init__(self) -> None:
         if self.fp not in FP_MODELS:
@@ -180,7 +183,18 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     return _Encoded(model, inputs, src, tgt, level, notes, facts, options)
 
 
+# perf_counter() time when the check in progress must stop (Options.budget), or None
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("tvtv_deadline", default=None)
+
+
 def _solver(timeout: float, backend: str | None = None) -> Query:
+    """A query of at most `timeout` seconds, and no longer than the check's budget allows."""
+    deadline = _DEADLINE.get()
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise _Timeout("the check's time budget is spent")
+        timeout = min(timeout, left)
     return Query(backend or _RUN.get().solver, timeout)
 
 
@@ -410,8 +424,13 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor) -> list[t
     (`tvtv/encode/canonical.py`)."""
     out = []
     canon = Canonicalizer()
+    deadline = _DEADLINE.get()
     for j in range(a.numel):
-        x, y = canon(a.at(j)), canon(b.at(j))
+        x, y = a.at(j), b.at(j)
+        # canonical forms only save solver calls: with the check's budget spent, the rest
+        # go to the solver as they are (whose queries then end the check as a timeout)
+        if deadline is None or time.perf_counter() < deadline:
+            x, y = canon(x), canon(y)
         if not z3.eq(x, y):
             out.append((j, assume_mod.same_output(enc.options.assume, dom, x, y)))
     return out
@@ -426,7 +445,10 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
     except Unsupported:
         return None
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
-    s = _solver(timeout, "z3")
+    try:
+        s = _solver(timeout, "z3")
+    except _Timeout:
+        return None
     s.add(*_preconditions(enc))
     if cex.kind in ("shape", "dtype"):
         s.add(z3.Not(wd_src))
@@ -447,6 +469,7 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
     start = time.perf_counter()
     label = label or name
     _RUN.set(options)
+    _DEADLINE.set(None if options.budget is None else start + options.budget)
     disagreements: list[str] = []
     _DISAGREEMENTS.set(disagreements)
 

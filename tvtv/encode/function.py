@@ -6,6 +6,8 @@ encoded at the abstraction level's choice (mlir-tv's abstraction refinement, §6
   PrimFunc's structural hash, so two structurally equal PrimFuncs are the same function
   whatever their names (proves FuseOps-style regrouping without looking inside);
 - `tir="body"`: the PrimFunc's body (`tvtv/encode/tir/`), as lambda and reduction terms.
+At every level, a `call_tir` that an operator lemma covers (`tvtv.lemmas`: the PrimFunc was
+proved equal to a Relax operator on inputs of these types) is encoded as that operator.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import z3
@@ -132,6 +134,21 @@ def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
     (LegalizeOps, FuseTIR, FastMathTransform create new ones: start with bodies there)."""
     have = {p.structural_hash for p in src.prim_funcs.values()}
     return all(p.structural_hash in have for p in tgt.prim_funcs.values())
+
+
+LEMMA_NOTE = "call_tir by operator lemma"
+_LEMMAS: ContextVar[Any] = ContextVar("tvtv_operator_lemmas", default=None)
+
+
+@contextmanager
+def operator_lemmas(lemmas: Any) -> Iterator[None]:
+    """Encode covered `call_tir`s by their operator inside the block (a `tvtv.lemmas.LemmaSet`,
+    or None for none)."""
+    token = _LEMMAS.set(lemmas)
+    try:
+        yield
+    finally:
+        _LEMMAS.reset(token)
 
 
 _LEVEL: ContextVar[Abstraction] = ContextVar("tvtv_abstraction", default=Abstraction("opaque"))
@@ -262,6 +279,13 @@ class FunctionEncoder:
         UF_{hash,k}(bounded inputs..., index)."""
         tensors = [as_tensor(a, f"argument of call_tir {e.prim}") for a in args]
         out_types = e.ty.fields if isinstance(e.ty, P.TupleType) else (e.ty,)
+        lemmas = _LEMMAS.get()
+        if lemmas is not None:
+            lemma = lemmas.lookup(e.prim_hash, tuple(P.TensorType(t.shape, t.dtype) for t in tensors), e.ty)
+            if lemma is not None:   # proved equal to the operator alone: encode the operator
+                self.ctx.notes.add(LEMMA_NOTE)
+                return FunctionEncoder(lemma.program, self.ctx, self.abstraction).call(
+                    lemma.function, tensors)
         if self.abstraction.tir == "body":
             info = self.program.prim_funcs.get(e.prim)
             if info is None:

@@ -153,6 +153,10 @@ def save_module(mod: IRModule, path: str | os.PathLike) -> Path:
     return p
 
 
+def structural_hash(a: Any) -> int:
+    return int(tvm_ffi.structural_hash(a))
+
+
 def structural_equal(a: Any, b: Any) -> bool:
     return bool(tvm_ffi.structural_equal(a, b))
 
@@ -182,6 +186,60 @@ def apply(pass_obj: Any, mod: IRModule) -> IRModule:
     with tvm.target.Target("llvm"):
         with tvm.transform.PassContext(opt_level=3):
             return pass_obj(mod)
+
+
+def _tensor_arg(a: Any) -> bool:
+    return isinstance(a, (tvm.ir.Var, tvm.ir.GenericConst)) and isinstance(a.ty, relax.TensorType)
+
+
+def _single_op_module(call: Any) -> IRModule | None:
+    """`main(x0, x1, ...) = call` with the call's tensor arguments (variables or constants,
+    alone or in a tuple) made parameters, in order; other arguments (prim values, shapes,
+    strings, dtypes) kept. None when an argument is anything else (a nested call)."""
+    params: list[Any] = []
+
+    def param(a: Any) -> Any:
+        p = relax.Var(f"x{len(params)}", a.ty)
+        params.append(p)
+        return p
+
+    args = []
+    for a in call.args:
+        if _tensor_arg(a):
+            args.append(param(a))
+        elif isinstance(a, tvm.ir.Tuple) and all(_tensor_arg(f) for f in a.fields):
+            args.append(tvm.ir.Tuple([param(f) for f in a.fields]))
+        elif isinstance(a, (tvm.ir.Var, tvm.ir.Call, tvm.ir.Tuple, tvm.ir.TupleGetItem, relax.If,
+                            relax.Function, tvm.ir.GlobalVar)):
+            return None
+        else:
+            args.append(a)
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit(tvm.ir.Call(call.op, args, call.attrs, call.ty_args))
+            gv = bb.emit_output(out)
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def single_op_modules(mod: IRModule) -> list[tuple[str, IRModule]]:
+    """(operator name, module) for each distinct call of a Relax operator in `mod`'s Relax
+    functions (If branches included): the call alone, on parameters of its arguments' types
+    (`_single_op_module`). Structurally equal ones are given once."""
+    found: dict[int, tuple[str, IRModule]] = {}
+
+    def visit(e: Any) -> None:
+        if isinstance(e, tvm.ir.Call) and isinstance(e.op, tvm.ir.Op) \
+                and not e.op.name.startswith("relax.call_"):
+            single = _single_op_module(e)
+            if single is not None:
+                found.setdefault(int(tvm_ffi.structural_hash(single)), (e.op.name, single))
+
+    for _, fn in mod.functions.items():
+        if isinstance(fn, relax.Function):
+            relax.analysis.post_order_visit(fn, visit)
+    return list(found.values())
 
 
 def is_pass(obj: Any) -> bool:

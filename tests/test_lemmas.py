@@ -1,0 +1,167 @@
+"""Operator lemmas (tvtv/lemmas.py), checks through intermediate modules (tvtv/compose.py) and
+a check's time budget (Options.budget).
+
+Every proof here has a broken twin: a lemma must never stand for a PrimFunc it was not proved
+for (another body, arguments in another order), and a chain of steps must not hide a
+broken final module."""
+from __future__ import annotations
+
+import pytest
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvtv
+from tests.conftest import mutate
+from tvtv import lemmas, passes
+from tvtv.encode.function import LEMMA_NOTE
+from tvtv.ir import tvm_bridge
+from tvtv.refinement import Options
+
+
+@I.ir_module
+class Graph:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32"),
+             w: R.Tensor((3, 2), "float32")) -> R.Tensor((2, 2), "float32"):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.subtract(a, y)
+            c = R.exp(b)
+            d = R.nn.relu(c)          # relu's legalization differs on NaN: no lemma
+            e = R.matmul(d, w)
+            f = R.multiply(e, R.const(2.0, "float32"))
+            R.output(f)
+        return f
+
+
+def legalized():
+    return tvm_bridge.apply(passes.get("LegalizeOps").make(), Graph)
+
+
+def test_operators_are_proved_alone_except_relu():
+    found = lemmas.prove_lemmas(Graph, Options())
+    assert sorted(found.proved) == ["relax.add", "relax.exp", "relax.matmul", "relax.multiply",
+                                    "relax.subtract"]
+    assert [n.split(":")[0] for n in found.not_proved] == ["relax.nn.relu"]
+    assert len(found.by_key) == 5
+    assert "5 of 6 distinct operator calls" in found.describe()
+    assert "PrimFunc bodies for relax.nn.relu" in found.describe()
+
+
+def test_lemmas_are_proved_without_the_users_assumptions():
+    """no-nan holds at a graph's outputs only: a lemma proved under it would not compose, so
+    relu (equal to its legalization unless the input is NaN) stays without one."""
+    found = lemmas.prove_lemmas(Graph, Options(assume=("no-nan", "no-inf", "no-signed-zeros")))
+    assert "relax.nn.relu" not in found.proved
+
+
+def test_legalize_ops_is_proved_with_lemmas():
+    (r,) = tvtv.check_pass("LegalizeOps", Graph, assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
+    assert r.levels[0].startswith("operator lemmas: 5 of 6")
+    assert LEMMA_NOTE in r.levels
+
+
+def test_lemma_does_not_cover_swapped_arguments():
+    """The lemma says call_tir(subtract, (a, y)) = a - y; called on (y, a) it means y - a."""
+    broken = mutate(legalized(), "R.call_tir(cls.subtract, (a, y)", "R.call_tir(cls.subtract, (y, a)")
+    (r,) = tvtv.verify(Graph, broken, pass_name="LegalizeOps").results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
+
+
+def test_lemma_does_not_cover_a_changed_primfunc():
+    """A PrimFunc with another body has another structural hash: its body is encoded."""
+    broken = mutate(legalized(), "a[v_ax0, v_ax1] - y[v_ax0, v_ax1]", "a[v_ax0, v_ax1] + y[v_ax0, v_ax1]")
+    (r,) = tvtv.verify(Graph, broken, pass_name="LegalizeOps").results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
+
+
+def test_zero_is_checked_through_legalize_ops():
+    (r,) = tvtv.check_pass("zero", Graph, assume=["no-nan", "no-inf", "no-signed-zeros"]).results
+    assert r.verdict == "proved", r.to_dict()
+    assert r.levels[0] == ("checked through source -> LegalizeOps -> zero: each step refines "
+                           "the one before, and refinement is transitive")
+    assert any(lv.startswith("LegalizeOps: operator lemmas") for lv in r.levels)
+    assert any(lv.startswith("zero after LegalizeOps: ") for lv in r.levels)
+    assert r.assumptions, r.to_dict()
+
+
+def test_zero_broken_target_is_refuted_end_to_end():
+    target = tvm_bridge.apply(passes.get("zero").make(), Graph)
+    script, _ = tvm_bridge.module_to_script(target)
+    old = "T.float32(2.0)"
+    assert old in script, script
+    broken = mutate(target, old, "T.float32(3.0)")
+    (r,) = tvtv.verify(Graph, broken, pass_name="zero", assume=["no-nan", "no-inf"]).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert "found at the zero after LegalizeOps step, shown end to end" in r.reason
+    assert r.confirmed or r.counterexample.confirmed_ieee, r.to_dict()
+
+
+@I.ir_module
+class ExpRelu:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        with R.dataflow():
+            a = R.exp(x)
+            d = R.nn.relu(a)
+            R.output(d)
+        return d
+
+
+def test_zero_step_counterexample_is_shown_end_to_end():
+    """Without assumptions, relu's NaN difference (found at the LegalizeOps step) is the
+    final target's too: the VM gives relu(exp(NaN)) = 0, the specification NaN."""
+    (r,) = tvtv.check_pass("zero", ExpRelu).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert "found at the LegalizeOps step, shown end to end" in r.reason
+    assert r.confirmed, r.to_dict()
+    assert r.counterexample.to_dict()["executed_values"] == ["nan", 0.0]
+
+
+def test_budget_bounds_the_whole_check():
+    """A spent budget is a timeout: unknown with its reason, never proved."""
+    (r,) = tvtv.verify(Graph, legalized(), budget=1e-6).results
+    assert r.verdict == "unknown", r.to_dict()
+    assert "budget" in r.reason
+
+
+@pytest.mark.parametrize("budget", [None, 60.0])
+def test_budget_large_enough_changes_nothing(budget):
+    (r,) = tvtv.verify(Graph, legalized(), budget=budget, assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+@I.ir_module
+class AddMul:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.multiply(a, x)
+            R.output(b)
+        return b
+
+
+def test_step_counterexample_not_shown_end_to_end_is_checked_directly(monkeypatch):
+    """A chain through a broken module: the first step is refuted, but the final target is
+    the source itself, so nothing shows the difference end to end and the direct check
+    decides (proved: a difference in the middle is no difference of the pass)."""
+    import tvm
+
+    @tvm.transform.module_pass(opt_level=0, name="AddToSubtract")
+    def add_to_subtract(mod, ctx):
+        script, consts = tvm_bridge.module_to_script(mod)
+        return tvm_bridge.parse_script(script.replace("R.add(", "R.subtract("), consts)
+
+    monkeypatch.setitem(passes.PASSES, "TestBreak", passes.PassSpec("TestBreak", lambda: add_to_subtract))
+    monkeypatch.setitem(passes.PASSES, "TestChain",
+                        passes.PassSpec("TestChain", lambda: add_to_subtract, via=("TestBreak",)))
+    (r,) = tvtv.verify(AddMul, AddMul, pass_name="TestChain").results
+    assert r.verdict == "proved", r.to_dict()
+    assert r.levels[0] == "a step's counterexample was not shown end to end: checked directly"
+    (r,) = tvtv.verify(AddMul, tvm_bridge.apply(add_to_subtract, AddMul), pass_name="TestChain").results
+    assert r.verdict == "counterexample", r.to_dict()     # the twin: broken end to end
+    assert "found at the TestBreak step, shown end to end" in r.reason

@@ -57,22 +57,8 @@ def verify(before: Any, after: Any, fp: str = "abstract", timeout: float = 30.0,
     spec = passes.PASSES.get(pass_name) if pass_name else None
     if spec is not None and spec.via:
         return _verify_through(before_mod, after_mod, spec, opts, label, confirm_vm)
-    src = relax_reader.read_module(before_mod)
-    tgt = relax_reader.read_module(after_mod)
-    lemmas = lemma_mod.prove_lemmas(before_mod, opts) if spec is not None and spec.lemmas else None
-    with operator_lemmas(lemmas):
-        results = check_programs(src, tgt, opts, pass_name, label)
-    if lemmas is not None:   # the lemmas are part of the check: their time counts
-        for r in results:
-            r.levels.insert(0, lemmas.describe())
-            r.seconds += lemmas.seconds
-    if confirm_vm:
-        for r, fn in zip(results, src.public_functions()):
-            if r.counterexample is not None:
-                params = [p.name for p in fn.params]
-                r.confirmed = confirm.confirm(before_mod, after_mod, fn.name, params, r.counterexample)
-                _demote_unshown(r)
-    return Report(results)
+    return _verify_direct(before_mod, after_mod, pass_name, label, opts, confirm_vm,
+                          lemmas=spec is not None and spec.lemmas)
 
 
 def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Options,
@@ -111,11 +97,18 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
     return compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)
 
 
-def _verify_direct(before: Any, after: Any, pass_name: str, label: str | None, opts: Options,
-                   confirm_vm: bool) -> Report:
-    """`verify` without the chain of `via` modules."""
+def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | None,
+                   opts: Options, confirm_vm: bool, lemmas: bool = False) -> Report:
+    """`verify` of `after` against `before` themselves (no chain of `via` modules); with
+    `lemmas`, the source's operators are first proved alone (`tvtv.lemmas`)."""
     src, tgt = relax_reader.read_module(before), relax_reader.read_module(after)
-    results = check_programs(src, tgt, opts, pass_name, label)
+    proved = lemma_mod.prove_lemmas(before, opts) if lemmas else None
+    with operator_lemmas(proved):
+        results = check_programs(src, tgt, opts, pass_name, label)
+    if proved is not None:   # the lemmas are part of the check: their time counts
+        for r in results:
+            r.levels.insert(0, proved.describe())
+            r.seconds += proved.seconds
     if confirm_vm:
         for r, fn in zip(results, src.public_functions()):
             if r.counterexample is not None:

@@ -165,3 +165,63 @@ def test_step_counterexample_not_shown_end_to_end_is_checked_directly(monkeypatc
     (r,) = tvtv.verify(AddMul, tvm_bridge.apply(add_to_subtract, AddMul), pass_name="TestChain").results
     assert r.verdict == "counterexample", r.to_dict()     # the twin: broken end to end
     assert "found at the TestBreak step, shown end to end" in r.reason
+
+
+@I.ir_module
+class Absorb:
+    """A NaN made inside (x*y overflows, inf - inf) goes through relu and is then absorbed:
+    NaN == NaN is false, TVM's relu(NaN) = 0 and 0 == 0 is true."""
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "bool"):
+        with R.dataflow():
+            t = R.multiply(x, y)
+            u = R.subtract(t, t)
+            r = R.nn.relu(u)
+            o = R.equal(r, r)
+            R.output(o)
+        return o
+
+
+def test_inner_nan_is_a_counterexample_when_poison_is_taken_at_the_outputs():
+    (r,) = tvtv.check_pass("zero", Absorb, assume=["no-nan", "no-inf"]).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.confirmed or r.counterexample.confirmed_ieee, r.to_dict()
+
+
+def test_inner_nan_is_poison_per_operation():
+    (r,) = tvtv.check_pass("zero", Absorb, assume=["no-nan", "no-inf", "per-operation"]).results
+    assert r.verdict == "proved", r.to_dict()
+    assert any("equal on finite values only" in lv and "relax.nn.relu" in lv for lv in r.levels)
+    assert any(a.startswith("per-operation:") for a in r.assumptions)
+
+
+@I.ir_module
+class ReluOfSum:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.subtract(x, y)
+            r = R.nn.relu(a)
+            o = R.add(r, b)
+            R.output(o)
+        return o
+
+
+def test_conditional_lemma_needs_the_sources_own_arguments():
+    """relu's finite-values lemma stands for call_tir(relu, (a,)) only because the source
+    computes relu(a); the twin calls it on b, which the source never passes to relu."""
+    assume = ["no-nan", "no-inf", "per-operation"]
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), ReluOfSum)
+    (r,) = tvtv.verify(ReluOfSum, target, pass_name="LegalizeOps", assume=assume).results
+    assert r.verdict == "proved", r.to_dict()
+    broken = mutate(target, "R.call_tir(cls.relu, (a,)", "R.call_tir(cls.relu, (b,)")
+    (r,) = tvtv.verify(ReluOfSum, broken, pass_name="LegalizeOps", assume=assume).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
+
+
+def test_per_operation_needs_no_nan_or_no_inf():
+    with pytest.raises(ValueError, match="per-operation"):
+        Options(assume=("per-operation", "no-signed-zeros"))

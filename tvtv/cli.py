@@ -88,8 +88,9 @@ def print_summary(report: Report, json_path: Optional[Path]) -> None:
 
 
 SOLVER_HELP = "SMT solver: z3 (default), cvc5, or both (and report disagreement)"
-ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros "
-               "(repeat the option or give a comma list)")
+ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros, and "
+               "per-operation (no-nan/no-inf hold for every operation, as LLVM's fast-math "
+               "flags; repeat the option or give a comma list)")
 DEFAULT_CASE_TIMEOUT = 600.0
 
 

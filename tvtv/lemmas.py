@@ -16,6 +16,16 @@ is used for every call without a proved lemma. That substitution is sound: it ch
 target's encoding only by something proved equal to it for every input, and where `op` is
 undefined the target is taken as undefined, which can only make the proof harder.
 
+Conditional lemmas (only under the `per-operation` assumption,
+`tvtv.absfp.assumptions`): a call whose lemma fails only on NaN or infinite values (relu,
+max, clip, max_pool2d: TVM's loops drop a NaN the specification keeps) is checked again under
+the user's no-nan/no-inf, for the operator alone: for every input without NaN/inf on which the
+operator's result has none, `call_tir(P, x)` equals `op(x)` (zero signs exact). It stands for a
+target call only if the source itself computes `op` on the very same argument terms, in its
+own body and with a result its outputs are computed from (`EncodeContext.op_calls`). On a run
+where those arguments or that result hold a NaN/inf, per-operation makes the run poison; on
+any other run the call's value is `op(x)`, and the arguments are the same terms on both sides.
+
 Lemma results are cached per process, keyed by the single-operator module's structural hash
 and the options that shape a proof, so the same operator on the same types is proved once per
 run.
@@ -25,8 +35,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
+import z3
+
+from tvtv.absfp import assumptions
 from tvtv.errors import TvtvError
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
@@ -44,11 +57,29 @@ Key = tuple[int, tuple[P.Type, ...], P.Type]
 @dataclass(frozen=True)
 class Lemma:
     """`call_tir(PrimFunc with hash key[0], args of types key[1]) : key[2]` equals `function`
-    of `program` (the operator alone) on every input."""
+    of `program` (the operator alone) on every input (`conditional`: on every input and
+    result without NaN/inf). `call` is the operator call's `call_key`."""
 
     op: str
     program: P.Program
     function: P.Function
+    call: Any = None
+    conditional: bool = False
+
+
+def _arg_form(a: P.Expr) -> Any:
+    if isinstance(a, (P.VarRef, P.Const)):
+        return "tensor"
+    if isinstance(a, P.TupleExpr):
+        return tuple(_arg_form(f) for f in a.fields)
+    return repr(a)
+
+
+def call_key(e: P.OpCall, tensor_types: tuple[P.Type, ...]) -> tuple[Any, ...]:
+    """What identifies an operator call up to its tensor arguments: operator, attributes,
+    non-tensor arguments, the tensor arguments' types and the result type."""
+    return (e.op, repr(sorted(e.attrs.items())), tuple(_arg_form(a) for a in e.args),
+            tensor_types, e.ty)
 
 
 @dataclass
@@ -56,18 +87,37 @@ class LemmaSet:
     """The lemmas proved for a module, and what was tried."""
 
     by_key: dict[Key, Lemma] = field(default_factory=dict)
+    conditional: dict[Key, Lemma] = field(default_factory=dict)
     proved: list[str] = field(default_factory=list)       # operator names, one per distinct call
+    proved_finite: list[str] = field(default_factory=list)  # ... with a conditional lemma
     not_proved: list[str] = field(default_factory=list)   # "op: verdict (reason)"
     seconds: float = 0.0
 
-    def lookup(self, prim_hash: int, arg_types: tuple[P.Type, ...], out_ty: P.Type) -> Lemma | None:
-        return self.by_key.get((prim_hash, arg_types, out_ty))
+    def lookup(self, prim_hash: int, arg_types: tuple[P.Type, ...], out_ty: P.Type,
+               args: Sequence[z3.ExprRef] = (), source_calls: dict | None = None) -> Lemma | None:
+        """The lemma a target `call_tir` may be encoded by: an unconditional one, or a
+        conditional one whose call the source computes on these very argument terms."""
+        key = (prim_hash, arg_types, out_ty)
+        if key in self.by_key:
+            return self.by_key[key]
+        lemma = self.conditional.get(key)
+        if lemma is None or not source_calls:
+            return None
+        for recorded in source_calls.get(lemma.call, ()):
+            if len(recorded) == len(args) and all(z3.eq(a, b) for a, b in zip(recorded, args)):
+                return lemma
+        return None
 
     def describe(self) -> str:
         """One line for a verdict's `levels`."""
-        text = (f"operator lemmas: {len(self.proved)} of {len(self.proved) + len(self.not_proved)} "
-                f"distinct operator calls proved equal to their legalization alone (IEEE, no "
-                f"assumptions; {self.seconds:.1f} s) and encoded as the operator")
+        total = len(self.proved) + len(self.proved_finite) + len(self.not_proved)
+        text = (f"operator lemmas: {len(self.proved)} of {total} distinct operator calls proved "
+                f"equal to their legalization alone (IEEE, no assumptions; {self.seconds:.1f} s) "
+                f"and encoded as the operator")
+        if self.proved_finite:
+            text += (f"; {len(self.proved_finite)} equal on finite values only (per-operation: "
+                     f"used where the source computes them on the same arguments): "
+                     + ", ".join(sorted(set(self.proved_finite))))
         if self.not_proved:
             text += "; PrimFunc bodies for " + ", ".join(sorted(set(
                 n.split(":")[0] for n in self.not_proved)))
@@ -81,7 +131,7 @@ class _Outcome:
     why: str
 
 
-_CACHE: dict[tuple[int, tuple[Any, ...]], _Outcome] = {}
+_CACHE: dict[tuple[Any, ...], _Outcome] = {}
 
 
 def _lemma_options(options: Any) -> Any:
@@ -114,7 +164,7 @@ def _legalized_call(program: P.Program) -> tuple[P.CallTIR, P.Function] | None:
     return e, fn
 
 
-def _prove_one(op: str, single: Any, options: Any) -> _Outcome:
+def _prove_one(op: str, single: Any, options: Any, conditional: bool = False) -> _Outcome:
     from tvtv.refinement import check_function
     try:
         legalized = tvm_bridge.apply(tvm_bridge.relax_pass("LegalizeOps"), single)
@@ -135,7 +185,15 @@ def _prove_one(op: str, single: Any, options: Any) -> _Outcome:
     if result.verdict != PROVED:
         return _Outcome(None, None, f"{op}: {result.verdict}")
     key: Key = (call.prim_hash, tuple(p.ty for p in fn.params), call.ty)
-    return _Outcome(key, Lemma(op, src, src.functions["main"]), "")
+    main = src.functions["main"]
+    values = {b.vid: b.value for b in main.body.bindings}
+    e: P.Expr = main.body.result
+    while isinstance(e, P.VarRef) and e.vid in values:
+        e = values[e.vid]
+    if not isinstance(e, P.OpCall):
+        return _Outcome(None, None, f"{op}: not one operator call")
+    return _Outcome(key, Lemma(op, src, main, call_key(e, tuple(p.ty for p in main.params)),
+                               conditional), "")
 
 
 def prove_lemmas(module: Any, options: Any) -> LemmaSet:
@@ -146,6 +204,8 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
     start = time.perf_counter()
     opts = _lemma_options(options)
     okey = _options_key(opts)
+    finite = assumptions.per_operation(options.assume)
+    finite_opts = dataclasses.replace(opts, assume=finite)
     token = _RUN.set(opts)       # check_function sets it too; restored below for the caller
     lemmas = LemmaSet()
     try:
@@ -158,8 +218,18 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
             if outcome.lemma is not None and outcome.key is not None:
                 lemmas.by_key[outcome.key] = outcome.lemma
                 lemmas.proved.append(op)
-            else:
-                lemmas.not_proved.append(outcome.why)
+                continue
+            if finite:     # per-operation: equal on finite values may do
+                fkey = (ckey[0], _options_key(finite_opts), finite_opts.assume)
+                if fkey not in _CACHE:
+                    with operator_lemmas(None):
+                        _CACHE[fkey] = _prove_one(op, single, finite_opts, conditional=True)
+                found = _CACHE[fkey]
+                if found.lemma is not None and found.key is not None:
+                    lemmas.conditional[found.key] = found.lemma
+                    lemmas.proved_finite.append(op)
+                    continue
+            lemmas.not_proved.append(outcome.why)
     finally:
         _RUN.reset(token)
     lemmas.seconds = time.perf_counter() - start

@@ -151,8 +151,10 @@ class _ModelContext(EncodeContext):
 
 
 def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: FloatModel,
-                 side: str) -> _Side:
+                 side: str, source: "_Side | None" = None) -> _Side:
     ctx = _ModelContext(model, side)
+    if source is not None:
+        ctx.source_calls = source.ctx.op_calls
     ctx.reassociate = _RUN.get().reassociate
     model.on_ub = ctx.add_ub
     value = FunctionEncoder(program, ctx).call(fn, args)
@@ -174,7 +176,7 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
         inputs.append((p.name, p.ty, v))
     args = [v for _, _, v in inputs]
     src = _encode_side(src_prog, src_fn, args, model, "src")
-    tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt")
+    tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt", src)
     facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
     notes = src.ctx.notes | tgt.ctx.notes

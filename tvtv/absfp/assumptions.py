@@ -8,7 +8,14 @@
 - `no-signed-zeros`: +0.0 and -0.0 are not distinguished in the outputs (`nsz`): an output
   element refines the source's when both are zeros of any sign.
 
-Poison is taken at the outputs only, which is weaker than LLVM's (there any intermediate NaN
+- `per-operation`: no-nan and no-inf hold for every operation, as LLVM's flags on every
+  instruction: a run in which the source computes a NaN (under no-nan) or an infinity
+  (under no-inf) in any tensor its outputs are computed from is poison as a whole. The
+  output rules above stay as they are; what this adds is that an operator proved equal to
+  its legalization only for finite inputs and results (relu, max, clip: they differ on NaN)
+  may stand for it (`tvtv.lemmas`). Needs no-nan or no-inf.
+
+Without per-operation, poison is taken at the outputs only, which is weaker than LLVM's (there any intermediate NaN
 makes every value that depends on it poison, even one a max would have dropped): a proof
 under these rules is a proof under fast-math's, never the other way round. A source output
 that is NaN under no-nan must come from an operation that produced NaN (the inputs hold
@@ -25,10 +32,13 @@ from tvtv.absfp.dtypes import is_float
 from tvtv.absfp.interface import FloatModel, ScalarDomain
 
 NO_NAN, NO_INF, NO_SIGNED_ZEROS = "no-nan", "no-inf", "no-signed-zeros"
+PER_OPERATION = "per-operation"
 ASSUMPTIONS: dict[str, str] = {
     NO_NAN: "no input element is NaN; a NaN the source computes is poison (nnan)",
     NO_INF: "no input element is +inf or -inf; an infinity the source computes is poison (ninf)",
     NO_SIGNED_ZEROS: "outputs are compared modulo the sign of zero",
+    PER_OPERATION: "no-nan/no-inf hold for every operation: a NaN/inf in any tensor the "
+                   "source's outputs are computed from makes the whole run poison",
 }
 # Up to this many elements an input constraint is expanded element by element.
 EXPAND_BOUND = 256
@@ -42,7 +52,18 @@ def validate(names: Iterable[str]) -> tuple[str, ...]:
             raise ValueError(f"unknown assumption {n!r} (choose from {', '.join(ASSUMPTIONS)})")
         if n not in out:
             out.append(n)
+    if PER_OPERATION in out and not (NO_NAN in out or NO_INF in out):
+        raise ValueError(f"assumption {PER_OPERATION!r} needs {NO_NAN!r} or {NO_INF!r}")
     return tuple(sorted(out))
+
+
+def per_operation(assume: Sequence[str]) -> tuple[str, ...]:
+    """The assumptions that hold for every operation (empty without per-operation): no-nan
+    and no-inf, never no-signed-zeros (a zero of the other sign would reach the next
+    operation, which may tell them apart)."""
+    if PER_OPERATION not in assume:
+        return ()
+    return tuple(a for a in assume if a in (NO_NAN, NO_INF))
 
 
 def describe(names: Sequence[str]) -> list[str]:

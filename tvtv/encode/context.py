@@ -25,6 +25,11 @@ class EncodeContext:
     path: list[z3.BoolRef] = field(default_factory=list)
     ufs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
     notes: set[str] = field(default_factory=set)
+    # operator calls the source computes on every run, with results its outputs are computed
+    # from: call key (`tvtv.lemmas.call_key`) -> argument arrays of each such call; on the
+    # target side, the source's (read by conditional operator lemmas)
+    op_calls: dict[Any, list[tuple[z3.ExprRef, ...]]] = field(default_factory=dict)
+    source_calls: dict[Any, list[tuple[z3.ExprRef, ...]]] | None = None
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

@@ -191,12 +191,28 @@ class FunctionEncoder:
             self.depth -= 1
 
     def body(self, body: P.Body, env: dict) -> Value:
+        # operator calls a conditional lemma may rely on: those of the checked function's own
+        # body (not in a branch or a callee), whose results the outputs are computed from
+        lemmas = _LEMMAS.get()
+        live = live_bindings(body) if (lemmas is not None and lemmas.conditional
+                                       and self.ctx.side == "src" and self.depth == 1) else set()
         for b in body.bindings:
             value = self.expr(b.value, env)
             if b.match_cast is not None:
                 value = self.match_cast(value, b.match_cast, b.name)
             env[b.vid] = value
+            if b.vid in live and isinstance(b.value, P.OpCall) and not self.ctx.path:
+                self.record_call(b.value, env)
         return self.expr(body.result, env)
+
+    def record_call(self, e: P.OpCall, env: dict) -> None:
+        """Note that the source computes operator call `e` (on the arrays of its tensor
+        arguments), for conditional operator lemmas (`tvtv.lemmas`)."""
+        from tvtv.lemmas import call_key
+        args = [self.expr(a, env) for a in e.args]
+        tensors = [t for a in args for t in (a if isinstance(a, tuple) else (a,)) if isinstance(t, Tensor)]
+        key = call_key(e, tuple(P.TensorType(t.shape, t.dtype) for t in tensors))
+        self.ctx.op_calls.setdefault(key, []).append(tuple(t.arr for t in tensors))
 
     def match_cast(self, value: Value, ty: P.Type, name: str) -> Value:
         if isinstance(ty, P.TensorType):
@@ -281,7 +297,8 @@ class FunctionEncoder:
         out_types = e.ty.fields if isinstance(e.ty, P.TupleType) else (e.ty,)
         lemmas = _LEMMAS.get()
         if lemmas is not None:
-            lemma = lemmas.lookup(e.prim_hash, tuple(P.TensorType(t.shape, t.dtype) for t in tensors), e.ty)
+            lemma = lemmas.lookup(e.prim_hash, tuple(P.TensorType(t.shape, t.dtype) for t in tensors),
+                                  e.ty, [t.arr for t in tensors], self.ctx.source_calls)
             if lemma is not None:   # proved equal to the operator alone: encode the operator
                 self.ctx.notes.add(LEMMA_NOTE)
                 return FunctionEncoder(lemma.program, self.ctx, self.abstraction).call(
@@ -309,6 +326,30 @@ class FunctionEncoder:
             f = self.ctx.uf(_opaque_uf_name(e.prim_hash, k), *[b.sort() for b in bounded], INDEX, sort)
             outs.append(Tensor.from_flat(ty.shape, ty.dtype, lambda i, f=f: f(*bounded, i)))
         return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
+
+
+def _uses(e: P.Expr) -> set[str]:
+    """Variables `e` reads, for the forms whose reads are plain (others: none, so that
+    `live_bindings` errs towards fewer bindings)."""
+    if isinstance(e, P.VarRef):
+        return {e.vid}
+    if isinstance(e, P.TupleExpr):
+        return set().union(*[_uses(f) for f in e.fields]) if e.fields else set()
+    if isinstance(e, P.GetItem):
+        return _uses(e.tuple_value)
+    if isinstance(e, (P.OpCall, P.CallTIR, P.FuncCall)):
+        return set().union(*[_uses(a) for a in e.args]) if e.args else set()
+    return set()
+
+
+def live_bindings(body: P.Body) -> set[str]:
+    """The bindings of `body` its result is computed from (syntactically, through the
+    expression forms `_uses` follows)."""
+    live = _uses(body.result)
+    for b in reversed(body.bindings):
+        if b.vid in live:
+            live |= _uses(b.value)
+    return live
 
 
 def merge(cond: z3.BoolRef, a: Value, b: Value) -> Value:

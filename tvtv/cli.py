@@ -92,6 +92,8 @@ ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros
                "per-operation (no-nan/no-inf hold for every operation, as LLVM's fast-math "
                "flags; repeat the option or give a comma list)")
 DEFAULT_CASE_TIMEOUT = 600.0
+# a check's budget is the case timeout over this (Options.budget)
+CHECKS_PER_CASE = 3
 
 
 def _float_options(solver: Optional[str], assume: Optional[list[str]]) -> dict:
@@ -179,7 +181,8 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
                                    "hang is that case's unknown); 0 runs cases in this process, unprotected"),
           case_timeout: Optional[float] = typer.Option(None, "--case-timeout",
                                                        help=f"seconds per case, pass and checks together "
-                                                            f"({DEFAULT_CASE_TIMEOUT:g} by default with --jobs 1 or more)"),
+                                                            f"({DEFAULT_CASE_TIMEOUT:g} by default with --jobs 1 or more); "
+                                                            f"each check gets 1/{CHECKS_PER_CASE} of it"),
           db: Optional[Path] = typer.Option(None, "--db", help="SQLite file keeping each finished case "
                                             "(OUT/run.sqlite by default with --out)"),
           resume: bool = typer.Option(False, "--resume", help="continue the run stored in --db (same options): "
@@ -195,6 +198,11 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
         if (pass_name is None) == (pipeline is None):
             raise InputError("give exactly one of --pass NAME and --pipeline NAME|FILE")
         config_fields: dict = {"fp": fp, "timeout": timeout, "float_options": _float_options(solver, assume)}
+        timeout_per_case = case_timeout if case_timeout is not None else (DEFAULT_CASE_TIMEOUT if jobs >= 1 else None)
+        if timeout_per_case is not None and timeout_per_case > 0:
+            # each check ends by itself, as `unknown` with its reason, before the case timeout
+            # kills the worker (a zero check is two checks and the operator lemmas)
+            config_fields["float_options"]["budget"] = round(timeout_per_case / CHECKS_PER_CASE, 3)
         from tvtv.refinement import Options
         Options(fp=fp, timeout=timeout, **config_fields["float_options"])   # bad values: exit 3 now
         if pass_name is not None:
@@ -222,7 +230,6 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
             config = runner.RunConfig(generator=generator, seed=seed, min_ops=min_ops, max_ops=max_ops,
                                       **config_fields)
             cases = runner.generated_cases(config, graphs)
-        timeout_per_case = case_timeout if case_timeout is not None else (DEFAULT_CASE_TIMEOUT if jobs >= 1 else None)
         runner.check_run_options(jobs, timeout_per_case)
         db_path = db if db is not None else (out / "run.sqlite" if out is not None else None)
         if resume and db_path is None:

@@ -20,8 +20,9 @@ Verdicts, per function:
 - every step proved: `proved`, with each step's levels;
 - a step's counterexample: its inputs are checked end to end, source against final target
   (the IEEE model on both programs, execution on the VM, the IEEE specification). Shown:
-  `counterexample`. Not shown (a later pass may undo the step's difference): the source is
-  checked directly against the target, as for any pass;
+  `counterexample`. Not shown, but a real difference of the step (the IEEE model separates
+  the step's modules: a later pass may undo it): the source is checked directly against the
+  target, as for any pass. Not shown anywhere: `unknown`, an unconfirmed counterexample;
 - a step's `unknown`: `unknown`, naming the step.
 """
 from __future__ import annotations
@@ -76,6 +77,7 @@ def verify_through(before: Any, after: Any, via: Sequence[tuple[str, Any]], pass
         step, r = bad
         if r.verdict == COUNTEREXAMPLE and r.counterexample is not None:
             cex = r.counterexample
+            real_at_step = cex.confirmed_ieee is True
             cex.confirmed_ieee = None       # it separated the step's modules, not these
             executed = shown(before, after, j, cex)
             if executed is True or cex.confirmed_ieee is True:
@@ -83,8 +85,17 @@ def verify_through(before: Any, after: Any, via: Sequence[tuple[str, Any]], pass
                                      f"{cex.message} (found at the {step} step, shown end to end)",
                                      cex, r.fp_model, levels, first.assumptions, confirmed=executed))
                 continue
-            redo_direct = True
-            break
+            if real_at_step:   # a real difference of the step that later passes may undo
+                redo_direct = True
+                break
+            # not even the step's modules are shown to differ: the abstraction may have
+            # invented it (as `tvtv.api` treats an unconfirmed counterexample)
+            merged.append(Result(first.name, pass_name, UNKNOWN, seconds,
+                                 f"{step} step: unconfirmed counterexample ({cex.message}): "
+                                 f"neither that step's IEEE evaluation nor the final target shows it",
+                                 None, r.fp_model, levels + ["counterexample unconfirmed: unknown"],
+                                 first.assumptions))
+            continue
         merged.append(Result(first.name, pass_name, UNKNOWN, seconds,
                              f"{step} step: {r.reason}", None, r.fp_model, levels, first.assumptions))
     if redo_direct:

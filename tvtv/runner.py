@@ -75,6 +75,9 @@ class RunConfig:
     def identity(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("pipeline")   # pipeline_id identifies it
+        # a check's time budget follows --case-timeout and --jobs, which a resumed run may
+        # change, like the machine's speed
+        d["float_options"].pop("budget", None)
         return d
 
     def digest(self) -> str:

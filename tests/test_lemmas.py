@@ -225,3 +225,17 @@ def test_conditional_lemma_needs_the_sources_own_arguments():
 def test_per_operation_needs_no_nan_or_no_inf():
     with pytest.raises(ValueError, match="per-operation"):
         Options(assume=("per-operation", "no-signed-zeros"))
+
+
+def test_per_operation_counterexample_needs_a_run_without_nan_inside():
+    """The twin of the Absorb pair: its counterexample under no-nan, no-inf (x*y overflows, a
+    NaN inside) is a poisoned run under per-operation, so it cannot stand there."""
+    from tvtv.absfp.assumptions import PER_OPERATION
+    from tvtv.confirm import poisoned_inside
+    (r,) = tvtv.check_pass("zero", Absorb, assume=["no-nan", "no-inf"]).results
+    inputs = r.counterexample.inputs
+    assert poisoned_inside(Absorb, "main", inputs, ("no-inf", "no-nan", PER_OPERATION)) is True
+    assert poisoned_inside(Absorb, "main", inputs, ("no-inf", "no-nan")) is False  # not asked
+    import numpy as np
+    finite = {k: np.ones_like(v) for k, v in inputs.items()}
+    assert poisoned_inside(Absorb, "main", finite, ("no-inf", "no-nan", PER_OPERATION)) is False

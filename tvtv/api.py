@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from tvtv import compose, confirm, passes
+from tvtv.absfp import assumptions as assume_mod
 from tvtv import lemmas as lemma_mod
 from tvtv.encode.function import operator_lemmas
 from tvtv.errors import InputError, TvtvError
@@ -94,7 +95,10 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
             return None
         return confirm.confirm(a, b, fn.name, [p.name for p in fn.params], cex)
 
-    return compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)
+    report = compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)
+    for r, fn in zip(report.results, src_prog.public_functions()):
+        _demote_poisoned(r, before, fn.name, opts)
+    return report
 
 
 def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | None,
@@ -115,7 +119,29 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample)
                 _demote_unshown(r)
+    for r, fn in zip(results, src.public_functions()):
+        _demote_poisoned(r, before, fn.name, opts)
     return Report(results)
+
+
+def _demote_poisoned(r: Result, before: Any, fname: str, opts: Options) -> None:
+    """Under per-operation a counterexample must be a run in which the source computes no
+    NaN/inf in a tensor its outputs are computed from (such a run is poison as a whole). The
+    source is evaluated on the counterexample's inputs (IEEE, by specification); a poisoned
+    or undecidable run makes the verdict `unknown`, with the reason."""
+    cex = r.counterexample
+    if r.verdict != COUNTEREXAMPLE or cex is None or assume_mod.PER_OPERATION not in opts.assume:
+        return
+    poisoned = confirm.poisoned_inside(before, fname, cex.inputs, opts.assume)
+    if poisoned is False:
+        r.levels.append("per-operation: the counterexample's run computes no NaN/inf inside")
+        return
+    why = ("the source computes a NaN or an infinity inside on its inputs (per-operation: the "
+           "run is poison)" if poisoned else "whether the source computes a NaN or an infinity "
+           "inside on its inputs cannot be evaluated (uninterpreted functions)")
+    r.verdict, r.reason = UNKNOWN, f"counterexample not valid under per-operation ({cex.message}): {why}"
+    r.levels.append("per-operation: counterexample not valid: unknown")
+    r.counterexample, r.confirmed = None, None
 
 
 def _demote_unshown(r: Result) -> None:

@@ -187,6 +187,49 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     return Confirmation(False, "none")
 
 
+def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tuple[str, ...]
+                    ) -> bool | None:
+    """Under the per-operation assumption: does `module`'s function, evaluated on `inputs` in
+    the IEEE model (Relax ops by their specification), compute a NaN (no-nan) or an infinity
+    (no-inf) in a tensor its outputs are computed from? Then the run is poison and no
+    counterexample. None when a value cannot be evaluated (an uninterpreted function)."""
+    import math
+
+    from tvtv.absfp import assumptions
+    from tvtv.absfp.dtypes import is_float
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
+    from tvtv.ir import relax_reader
+
+    flags = assumptions.per_operation(assume)
+    if not flags:
+        return False
+    try:
+        prog = relax_reader.read_module(module)
+        fn = prog.functions[fname]
+        model = IEEEModel()
+        ctx = EncodeContext(model)
+        ctx.live_values = []
+        model.on_ub = ctx.add_ub
+        args = [concrete_value(inputs[p.name], p.ty, ctx) for p in fn.params]
+        FunctionEncoder(prog, ctx, Abstraction(tir="body")).call(fn, args)
+    except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
+        return None
+    open_values = False
+    for t in ctx.live_values:
+        if not is_float(t.dtype):
+            continue
+        for k in range(t.numel):
+            v = element_value(t.at(k), t.dtype)
+            if v is None:
+                open_values = True
+            elif (assumptions.NO_NAN in flags and math.isnan(v)) or \
+                    (assumptions.NO_INF in flags and math.isinf(v)):
+                return True
+    return None if open_values else False
+
+
 def confirm(before: Any, after: Any, fname: str, param_names: list[str],
             cex: Counterexample) -> bool | None:
     """`confirm_case(...).confirmed`, recording how it was decided in `cex.confirmed_by`."""

@@ -30,6 +30,9 @@ class EncodeContext:
     # target side, the source's (read by conditional operator lemmas)
     op_calls: dict[Any, list[tuple[z3.ExprRef, ...]]] = field(default_factory=dict)
     source_calls: dict[Any, list[tuple[z3.ExprRef, ...]]] | None = None
+    # when a list: the values of the checked function's live bindings are appended to it
+    # (`tvtv.confirm.poisoned_inside`)
+    live_values: list[Any] | None = None
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

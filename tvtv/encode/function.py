@@ -194,15 +194,20 @@ class FunctionEncoder:
         # operator calls a conditional lemma may rely on: those of the checked function's own
         # body (not in a branch or a callee), whose results the outputs are computed from
         lemmas = _LEMMAS.get()
-        live = live_bindings(body) if (lemmas is not None and lemmas.conditional
-                                       and self.ctx.side == "src" and self.depth == 1) else set()
+        keep = self.ctx.live_values is not None
+        live = live_bindings(body) if self.depth == 1 and (keep or (
+            lemmas is not None and lemmas.conditional and self.ctx.side == "src")) else set()
         for b in body.bindings:
             value = self.expr(b.value, env)
             if b.match_cast is not None:
                 value = self.match_cast(value, b.match_cast, b.name)
             env[b.vid] = value
-            if b.vid in live and isinstance(b.value, P.OpCall) and not self.ctx.path:
-                self.record_call(b.value, env)
+            if b.vid in live and not self.ctx.path:
+                if keep:
+                    self.ctx.live_values.extend(  # type: ignore[union-attr]
+                        t for t in (value if isinstance(value, tuple) else (value,)) if isinstance(t, Tensor))
+                if lemmas is not None and lemmas.conditional and isinstance(b.value, P.OpCall):
+                    self.record_call(b.value, env)
         return self.expr(body.result, env)
 
     def record_call(self, e: P.OpCall, env: dict) -> None:

@@ -89,26 +89,38 @@ def first_difference(src: list[np.ndarray], tgt: list[np.ndarray]) -> tuple[int,
 _first_difference = first_difference   # the old private name
 
 
+def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool = False
+              ) -> tuple[Any, Any]:
+    """(value, encode context) of `module`'s function `fname` on concrete `inputs` in the IEEE
+    model: Relax ops by their specification, PrimFunc bodies encoded. With `keep_live`, the
+    context's `live_values` holds the function's live bindings' tensors."""
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
+    from tvtv.ir import relax_reader
+
+    prog = relax_reader.read_module(module)
+    fn = prog.functions[fname]
+    model = IEEEModel()
+    ctx = EncodeContext(model)
+    if keep_live:
+        ctx.live_values = []
+    model.on_ub = ctx.add_ub
+    args = [concrete_value(inputs[p.name], p.ty, ctx) for p in fn.params]
+    return FunctionEncoder(prog, ctx, Abstraction(tir="body")).call(fn, args), ctx
+
+
 def ieee_element(module: Any, fname: str, inputs: dict[str, Any], output: int,
                  index: tuple[int, ...]) -> tuple[bool, Any]:
     """Evaluate `module`'s function `fname` on concrete `inputs` in the IEEE model (Relax ops
     by their specification, PrimFunc bodies encoded) and return (known, value) of element
     `index` of output `output`. `known` is False when the element depends on an
     uninterpreted function, the function is undefined there, or something is unsupported."""
-    from tvtv.absfp.ieee import IEEEModel
-    from tvtv.encode.context import EncodeContext
-    from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
     from tvtv.encode.values import flatten
-    from tvtv.ir import relax_reader
 
     try:
-        prog = relax_reader.read_module(module)
-        fn = prog.functions[fname]
-        model = IEEEModel()
-        ctx = EncodeContext(model)
-        model.on_ub = ctx.add_ub
-        args = [concrete_value(inputs[p.name], p.ty, ctx) for p in fn.params]
-        outs = flatten(FunctionEncoder(prog, ctx, Abstraction(tir="body")).call(fn, args))
+        value, ctx = _ieee_run(module, fname, inputs)
+        outs = flatten(value)
         if output >= len(outs):
             return False, None
         t = outs[output]
@@ -197,23 +209,12 @@ def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tup
 
     from tvtv.absfp import assumptions
     from tvtv.absfp.dtypes import is_float
-    from tvtv.absfp.ieee import IEEEModel
-    from tvtv.encode.context import EncodeContext
-    from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
-    from tvtv.ir import relax_reader
 
     flags = assumptions.per_operation(assume)
     if not flags:
         return False
     try:
-        prog = relax_reader.read_module(module)
-        fn = prog.functions[fname]
-        model = IEEEModel()
-        ctx = EncodeContext(model)
-        ctx.live_values = []
-        model.on_ub = ctx.add_ub
-        args = [concrete_value(inputs[p.name], p.ty, ctx) for p in fn.params]
-        FunctionEncoder(prog, ctx, Abstraction(tir="body")).call(fn, args)
+        _, ctx = _ieee_run(module, fname, inputs, keep_live=True)
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
         return None
     open_values = False

@@ -147,16 +147,22 @@ def _options_key(options: Any) -> tuple[Any, ...]:
             options.tir, options.refine_to_ieee, options.confirm, options.budget)
 
 
+def _returned_expr(fn: P.Function) -> P.Expr:
+    """The expression `fn` returns, through variable aliases (`gv = lv`)."""
+    values = {b.vid: b.value for b in fn.body.bindings}
+    e: P.Expr = fn.body.result
+    while isinstance(e, P.VarRef) and e.vid in values:
+        e = values[e.vid]
+    return e
+
+
 def _legalized_call(program: P.Program) -> tuple[P.CallTIR, P.Function] | None:
     """The single `call_tir(P, (x0, x1, ...))` a legalized single-operator `main` returns,
     with its arguments exactly the parameters in order; None for any other shape."""
     fn = program.functions.get("main")
     if fn is None:
         return None
-    values = {b.vid: b.value for b in fn.body.bindings}
-    e: P.Expr = fn.body.result
-    while isinstance(e, P.VarRef) and e.vid in values:
-        e = values[e.vid]
+    e = _returned_expr(fn)
     if not isinstance(e, P.CallTIR):
         return None
     if e.args != tuple(P.VarRef(p.vid) for p in fn.params):
@@ -186,10 +192,7 @@ def _prove_one(op: str, single: Any, options: Any, conditional: bool = False) ->
         return _Outcome(None, None, f"{op}: {result.verdict}")
     key: Key = (call.prim_hash, tuple(p.ty for p in fn.params), call.ty)
     main = src.functions["main"]
-    values = {b.vid: b.value for b in main.body.bindings}
-    e: P.Expr = main.body.result
-    while isinstance(e, P.VarRef) and e.vid in values:
-        e = values[e.vid]
+    e = _returned_expr(main)
     if not isinstance(e, P.OpCall):
         return _Outcome(None, None, f"{op}: not one operator call")
     return _Outcome(key, Lemma(op, src, main, call_key(e, tuple(p.ty for p in main.params)),

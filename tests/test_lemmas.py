@@ -7,6 +7,7 @@ broken final module."""
 from __future__ import annotations
 
 import pytest
+import z3
 from tvm.script import ir as I
 from tvm.script import relax as R
 
@@ -239,3 +240,88 @@ def test_per_operation_counterexample_needs_a_run_without_nan_inside():
     import numpy as np
     finite = {k: np.ones_like(v) for k, v in inputs.items()}
     assert poisoned_inside(Absorb, "main", finite, ("no-inf", "no-nan", PER_OPERATION)) is False
+
+
+@I.ir_module
+class TanhChain:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            t = R.tanh(x)                                  # finite on every finite input, and
+            u = R.multiply(t, R.const(0.5, "float32"))   # |u| <= 0.5: atanh(u) is finite too
+            v = R.atanh(u)
+            R.output(v)
+        return v
+
+
+ZERO_SIGNS_FREE = ["no-nan", "no-inf", "no-signed-zeros", "per-operation"]
+
+
+def test_tanh_has_a_lemma_only_when_zero_signs_are_free_per_operation():
+    """TVM's tanh and atanh give +0 at -0. With only output-level no-signed-zeros the lemma
+    fails (a -0 swapped for +0 would reach the next operation); per-operation it holds."""
+    found = lemmas.prove_lemmas(TanhChain, Options(assume=ZERO_SIGNS_FREE))
+    assert sorted(found.proved) == ["relax.atanh", "relax.multiply", "relax.tanh"]
+    assert "drop their argument's zero sign" in found.describe()
+    found = lemmas.prove_lemmas(TanhChain, Options(assume=("no-nan", "no-inf", "no-signed-zeros")))
+    assert sorted(n.split(":")[0] for n in found.not_proved) == ["relax.atanh", "relax.tanh"]
+    assert "drop their argument's zero sign" not in found.describe()
+
+
+def test_tanh_lemma_proves_legalize_ops_and_a_changed_body_is_refuted():
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), TanhChain)
+    (r,) = tvtv.verify(TanhChain, target, pass_name="LegalizeOps", assume=ZERO_SIGNS_FREE).results
+    assert r.verdict == "proved", r.to_dict()
+    assert r.levels[0].startswith("operator lemmas: 3 of 3"), r.levels
+    broken = mutate(target, "T.tanh(", "T.sinh(")
+    (r,) = tvtv.verify(TanhChain, broken, pass_name="LegalizeOps", assume=ZERO_SIGNS_FREE).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
+
+
+def test_dropped_zero_sign_is_only_taken_where_the_result_is_a_zero():
+    """The source's tanh(+0) in place of tanh(-0) is a run the source allows only because
+    tanh(-0) is a zero; exp(-0) = exp(+0) = 1 needs nothing, and log or rsqrt, whose results
+    at ±0 are infinities of different sign (rsqrt), are never changed."""
+    from tvtv.absfp.special import UNARY_RULES
+    from tvtv.encode.ops.elementwise import ZERO_SIGN_DROPPED
+    for name in ZERO_SIGN_DROPPED:
+        assert UNARY_RULES[name].specials["-0"] == "x" and UNARY_RULES[name].specials["+0"] == "x"
+
+
+@I.ir_module
+class ExpOfProduct:
+    @R.function
+    def main(x: R.Tensor((3,), "float32"), y: R.Tensor((3,), "float32")) -> R.Tensor((3,), "float32"):
+        with R.dataflow():
+            e = R.exp(x)
+            o = R.multiply(e, y)
+            R.output(o)
+        return o
+
+
+def test_poisoned_run_is_decided_with_the_c_librarys_functions():
+    """Whether a run computes an infinity inside is decided with numpy's exp for the
+    uninterpreted exp: exp(89) overflows float32 (e = inf, o = inf * 0 = NaN), exp(88) does not."""
+    import numpy as np
+
+    from tvtv.confirm import poisoned_inside
+    assume = ("no-inf", "no-nan", "per-operation")
+    run = {"x": np.array([1.0, 88.0, -3.0], "float32"), "y": np.zeros(3, "float32")}
+    assert poisoned_inside(ExpOfProduct, "main", run, assume) is False
+    run["x"][1] = 89.0
+    assert poisoned_inside(ExpOfProduct, "main", run, assume) is True
+
+
+def test_libm_value_gives_uninterpreted_functions_numpys_values():
+    import numpy as np
+
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode.evaluate import element_value, libm_value
+    dom = IEEEModel().domain("float32")
+    term = dom.add(dom.unary("tanh", dom.unary("exp", dom.const(0.5))), dom.const(1.0))
+    assert element_value(term, "float32") is None
+    want = np.float32(np.tanh(np.float32(np.exp(np.float64(0.5))))) + np.float32(1.0)
+    assert libm_value(term, "float32") == float(want)
+    opaque = dom.add(z3.Const("opaque", dom.const(1.0).sort()), dom.const(1.0))
+    assert libm_value(opaque, "float32") is None

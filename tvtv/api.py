@@ -138,7 +138,7 @@ def _demote_poisoned(r: Result, before: Any, fname: str, opts: Options) -> None:
         return
     why = ("the source computes a NaN or an infinity inside on its inputs (per-operation: the "
            "run is poison)" if poisoned else "whether the source computes a NaN or an infinity "
-           "inside on its inputs cannot be evaluated (uninterpreted functions)")
+           "inside on its inputs cannot be evaluated (an opaque function)")
     r.verdict, r.reason = UNKNOWN, f"counterexample not valid under per-operation ({cex.message}): {why}"
     r.levels.append("per-operation: counterexample not valid: unknown")
     r.counterexample, r.confirmed = None, None

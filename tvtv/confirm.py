@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import z3
 
-from tvtv.encode.evaluate import element_value, same_value
+from tvtv.encode.evaluate import element_value, libm_value, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
@@ -202,9 +202,10 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
 def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tuple[str, ...]
                     ) -> bool | None:
     """Under the per-operation assumption: does `module`'s function, evaluated on `inputs` in
-    the IEEE model (Relax ops by their specification), compute a NaN (no-nan) or an infinity
+    the IEEE model (Relax ops by their specification; exp, tanh, erf ... by numpy's C-library
+    values, `tvtv.encode.evaluate.libm_value`), compute a NaN (no-nan) or an infinity
     (no-inf) in a tensor its outputs are computed from? Then the run is poison and no
-    counterexample. None when a value cannot be evaluated (an uninterpreted function)."""
+    counterexample. None when a value cannot be evaluated (an opaque function)."""
     import math
 
     from tvtv.absfp import assumptions
@@ -222,7 +223,7 @@ def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tup
         if not is_float(t.dtype):
             continue
         for k in range(t.numel):
-            v = element_value(t.at(k), t.dtype)
+            v = libm_value(t.at(k), t.dtype)
             if v is None:
                 open_values = True
             elif (assumptions.NO_NAN in flags and math.isnan(v)) or \

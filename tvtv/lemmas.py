@@ -6,8 +6,8 @@ operators' specifications and their loops meet only at the outputs, where a deep
 terms no longer line up (measured on the zero pipeline: minutes per graph, mostly timeouts).
 
 So, as mlir-tv checks a rewrite with the equalities it has proved, each distinct call is first
-checked alone: `main(x0, x1, ...) = op(x0, x1, ...)` against its own legalization, in IEEE
-semantics *without* the user's assumptions (no-nan and friends hold only at a graph's outputs:
+checked alone: `main(x0, x1, ...) = op(x0, x1, ...)` against its own legalization, in the
+user's float model *without* the user's assumptions (no-nan and friends hold only at a graph's outputs:
 a lemma proved under them would not compose). A proved lemma says: for all inputs of those
 types, `call_tir(P, x)` equals `op(x)` and is defined wherever `op(x)` is. The whole-graph check
 then encodes a target `call_tir` whose PrimFunc is structurally P (same structural hash, same
@@ -25,6 +25,11 @@ target call only if the source itself computes `op` on the very same argument te
 own body and with a result its outputs are computed from (`EncodeContext.op_calls`). On a run
 where those arguments or that result hold a NaN/inf, per-operation makes the run poison; on
 any other run the call's value is `op(x)`, and the arguments are the same terms on both sides.
+
+Under per-operation with no-signed-zeros the specification of tanh and atanh drops the
+argument's zero sign on both sides, as TVM's code does (`Options.zero_signs_free`,
+`tvtv.encode.ops.elementwise.ZERO_SIGN_DROPPED`): their lemmas are then exact equalities,
+proved without assumptions like any other.
 
 Lemma results are cached per process, keyed by the single-operator module's structural hash
 and the options that shape a proof, so the same operator on the same types is proved once per
@@ -92,6 +97,8 @@ class LemmaSet:
     proved_finite: list[str] = field(default_factory=list)  # ... with a conditional lemma
     not_proved: list[str] = field(default_factory=list)   # "op: verdict (reason)"
     seconds: float = 0.0
+    fp: str = "abstract"                # the float model the lemmas were proved in
+    zero_signs_free: bool = False       # tanh/atanh's specification drops a zero's sign
 
     def lookup(self, prim_hash: int, arg_types: tuple[P.Type, ...], out_ty: P.Type,
                args: Sequence[z3.ExprRef] = (), source_calls: dict | None = None) -> Lemma | None:
@@ -112,8 +119,11 @@ class LemmaSet:
         """One line for a verdict's `levels`."""
         total = len(self.proved) + len(self.proved_finite) + len(self.not_proved)
         text = (f"operator lemmas: {len(self.proved)} of {total} distinct operator calls proved "
-                f"equal to their legalization alone (IEEE, no assumptions; {self.seconds:.1f} s) "
-                f"and encoded as the operator")
+                f"equal to their legalization alone ({self.fp} model, no assumptions; "
+                f"{self.seconds:.1f} s) and encoded as the operator")
+        if self.zero_signs_free:
+            text += (" (per-operation no-signed-zeros: tanh and atanh drop their argument's "
+                     "zero sign, as TVM's code does)")
         if self.proved_finite:
             text += (f"; {len(self.proved_finite)} equal on finite values only (per-operation: "
                      f"used where the source computes them on the same arguments): "
@@ -144,7 +154,8 @@ def _lemma_options(options: Any) -> Any:
 
 def _options_key(options: Any) -> tuple[Any, ...]:
     return (options.fp, options.timeout, options.mag_bits, options.solver, options.reassociate,
-            options.tir, options.refine_to_ieee, options.confirm, options.budget)
+            options.tir, options.refine_to_ieee, options.confirm, options.budget,
+            options.zero_signs_free)
 
 
 def _returned_expr(fn: P.Function) -> P.Expr:
@@ -210,7 +221,7 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
     finite = assumptions.per_operation(options.assume)
     finite_opts = dataclasses.replace(opts, assume=finite)
     token = _RUN.set(opts)       # check_function sets it too; restored below for the caller
-    lemmas = LemmaSet()
+    lemmas = LemmaSet(fp=opts.fp, zero_signs_free=opts.zero_signs_free)
     try:
         for op, single in tvm_bridge.single_op_modules(module):
             ckey = (tvm_bridge.structural_hash(single), okey)

@@ -73,6 +73,10 @@ class Options:
     # seconds for the whole check of one function (every query, rung and float model), or
     # None for no bound beyond `timeout` per query; a spent budget makes the verdict unknown
     budget: float | None = None
+    # per-operation no-signed-zeros (set from `assume`, kept by an operator lemma, which is
+    # proved without the user's assumptions): tanh and atanh of the specification drop their
+    # argument's zero sign, as TVM's code does (`tvtv.encode.ops.elementwise.ZERO_SIGN_DROPPED`)
+    zero_signs_free: bool = False
 
     def __post_init__(self) -> None:
         if self.fp not in FP_MODELS:
@@ -82,6 +86,8 @@ class Options:
         if isinstance(self.assume, str):
             self.assume = (self.assume,)
         self.assume = assume_mod.validate(self.assume)
+        if assume_mod.zero_signs_free(self.assume):
+            self.zero_signs_free = True
         if not isinstance(self.reassociate, bool):
             raise ValueError(f"reassociate must be True or False, not {self.reassociate!r}")
 
@@ -156,6 +162,7 @@ def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: F
     if source is not None:
         ctx.source_calls = source.ctx.op_calls
     ctx.reassociate = _RUN.get().reassociate
+    ctx.zero_signs_free = _RUN.get().zero_signs_free
     model.on_ub = ctx.add_ub
     value = FunctionEncoder(program, ctx).call(fn, args)
     return _Side(ctx, flatten(value), value)

@@ -13,7 +13,10 @@
   (under no-inf) in any tensor its outputs are computed from is poison as a whole. The
   output rules above stay as they are; what this adds is that an operator proved equal to
   its legalization only for finite inputs and results (relu, max, clip: they differ on NaN)
-  may stand for it (`tvtv.lemmas`). Needs no-nan or no-inf.
+  may stand for it (`tvtv.lemmas`). Needs no-nan or no-inf. With no-signed-zeros it also
+  makes the sign of a zero argument or result insignificant for every operation (LLVM's
+  `nsz` on every instruction): tanh and atanh may then drop their argument's zero sign, as
+  TVM's code does (tanh(-0) = +0), and get operator lemmas.
 
 Without per-operation, poison is taken at the outputs only, which is weaker than LLVM's (there any intermediate NaN
 makes every value that depends on it poison, even one a max would have dropped): a proof
@@ -38,7 +41,8 @@ ASSUMPTIONS: dict[str, str] = {
     NO_INF: "no input element is +inf or -inf; an infinity the source computes is poison (ninf)",
     NO_SIGNED_ZEROS: "outputs are compared modulo the sign of zero",
     PER_OPERATION: "no-nan/no-inf hold for every operation: a NaN/inf in any tensor the "
-                   "source's outputs are computed from makes the whole run poison",
+                   "source's outputs are computed from makes the whole run poison; with "
+                   "no-signed-zeros, a zero's sign is insignificant for every operation",
 }
 # Up to this many elements an input constraint is expanded element by element.
 EXPAND_BOUND = 256
@@ -64,6 +68,14 @@ def per_operation(assume: Sequence[str]) -> tuple[str, ...]:
     if PER_OPERATION not in assume:
         return ()
     return tuple(a for a in assume if a in (NO_NAN, NO_INF))
+
+
+def zero_signs_free(assume: Sequence[str]) -> bool:
+    """per-operation with no-signed-zeros: the sign of a zero argument or result is
+    insignificant for every operation (LLVM's `nsz` on every instruction), so the source may
+    be evaluated with an operator's argument's zero sign dropped where the operator's result
+    at ±0 is a zero either way (`tvtv.encode.ops.elementwise.ZERO_SIGN_DROPPED`)."""
+    return PER_OPERATION in assume and NO_SIGNED_ZEROS in assume
 
 
 def describe(names: Sequence[str]) -> list[str]:

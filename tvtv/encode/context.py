@@ -33,6 +33,9 @@ class EncodeContext:
     # when a list: the values of the checked function's live bindings are appended to it
     # (`tvtv.confirm.poisoned_inside`)
     live_values: list[Any] | None = None
+    # per-operation no-signed-zeros (`tvtv.absfp.assumptions.zero_signs_free`): operators whose
+    # result at ±0 is a zero may see their argument's zero sign dropped (`elementwise`)
+    zero_signs_free: bool = False
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

@@ -8,11 +8,13 @@ does not simplify to a numeral; it comes back as `None` ("not determined by the 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
 import z3
 
+from tvtv.absfp.abstract import round_to
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.absfp.ieee import IEEEModel, fp_value
 from tvtv.absfp.interface import FloatModel
@@ -38,6 +40,76 @@ def element_value(term: z3.ExprRef, dtype: str) -> Any:
         if dtype.startswith("int") and iv >> (bits - 1):
             iv -= 1 << bits
         return iv
+    return None
+
+
+# numpy's (the C library's) float functions, for `libm_value`; keyed by the name in the IEEE
+# model's uninterpreted function `ieee_<name>_<dtype>` (`tvtv.absfp.ieee.IEEEModel._uf`)
+_LIBM: dict[str, Any] = {
+    "exp": np.exp, "log": np.log, "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "erf": np.vectorize(math.erf),
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power, "atan2": np.arctan2,
+    "fmod": np.fmod, "log_add_exp": np.logaddexp,
+}
+_IEEE_UF = re.compile(r"^ieee_(.+)_(float16|bfloat16|float32|float64)$")
+# substitution rounds of `libm_value` (each resolves one layer of nested function calls)
+LIBM_ROUNDS = 64
+
+
+def _libm_apps(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The IEEE model's function applications in `term` whose arguments are all numerals."""
+    seen: set[int] = set()
+    found: list[z3.ExprRef] = []
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        m = _IEEE_UF.match(t.decl().name()) if t.num_args() else None
+        if m and m.group(1) in _LIBM and all(z3.is_fp_value(a) for a in t.children()):
+            found.append(t)
+        else:
+            stack.extend(t.children())
+    return found
+
+
+def _libm_apply(app: z3.ExprRef) -> z3.ExprRef:
+    m = _IEEE_UF.match(app.decl().name())
+    assert m is not None
+    fname, dtype = m.group(1), m.group(2)
+    args = [np.float64(fp_value(a, dtype)) for a in app.children()]
+    with np.errstate(all="ignore"):
+        out = float(np.float64(_LIBM[fname](*args)))
+    out = float(round_to(out, dtype))
+    sort = app.sort()
+    if math.isnan(out):
+        return z3.fpNaN(sort)
+    if math.isinf(out):
+        return z3.fpMinusInfinity(sort) if out < 0 else z3.fpPlusInfinity(sort)
+    if out == 0.0:
+        return z3.fpMinusZero(sort) if math.copysign(1.0, out) < 0 else z3.fpPlusZero(sort)
+    return z3.FPVal(out, sort)
+
+
+def libm_value(term: z3.ExprRef, dtype: str) -> Any:
+    """The value of a closed IEEE-model term with its uninterpreted float functions (exp,
+    tanh, erf, ...) given numpy's values in double precision, rounded to the dtype: what a
+    run with the C library's functions computes, up to an ulp of those functions. None when
+    something else stays open (an opaque PrimFunc, a reduction's function). For questions a
+    last ulp does not decide, such as whether a run computes a NaN or an infinity
+    (`tvtv.confirm.poisoned_inside`); never a counterexample's confirmation."""
+    v = z3.simplify(term)
+    for _ in range(LIBM_ROUNDS):
+        value = element_value(v, dtype)
+        if value is not None:
+            return value
+        apps = _libm_apps(v)
+        if not apps:
+            return None
+        v = z3.simplify(z3.substitute(v, *[(a, _libm_apply(a)) for a in apps]))
     return None
 
 

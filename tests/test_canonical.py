@@ -102,3 +102,50 @@ def test_deep_terms_do_not_hit_the_recursion_limit():
     s = z3.Solver()
     s.add(c._canon(t) != t)
     assert s.check() == z3.unsat
+
+
+def _max_row(fp: str, assume: tuple[str, ...]):
+    """The Relax max over a row of 16 and its legalized loop (init -FLT_MAX), encoded."""
+    from tvm import relax
+
+    from tvtv.encode.function import Abstraction, abstraction_level, operator_lemmas
+    from tvtv.ir import relax_reader, tvm_bridge
+    from tvtv.refinement import _RUN, Options, _encode
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 16), "float32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.max(x, axis=-1)))
+    single = bb.get()
+    legal = tvm_bridge.apply(tvm_bridge.relax_pass("LegalizeOps"), single)
+    s, t = relax_reader.read_module(single), relax_reader.read_module(legal)
+    token = _RUN.set(Options(assume=assume))
+    try:
+        with operator_lemmas(None), abstraction_level(Abstraction("body", "uf")):
+            return _encode(s, s.functions["main"], t, t.functions["main"], fp, None)
+    finally:
+        _RUN.reset(token)
+
+
+def test_input_facts_decide_atoms_and_keep_meaning():
+    """Under no-nan and no-inf, "x[k] is NaN/inf" is false: numpy's max (NaN when any term
+    is) and TVM's loop from -FLT_MAX (which differs only on -inf and NaN) then become one
+    term, so the lemma needs no solver. Without the facts they stay apart, and each canonical
+    form equals its term on every input the premises admit."""
+    from tvtv.absfp import assumptions
+    from tvtv.encode.values import flatten
+    from tvtv.refinement import _preconditions
+    for fp in ("ieee", "abstract"):
+        enc = _max_row(fp, ("no-nan", "no-inf"))
+        tensors = [t for _, _, v in enc.inputs for t in flatten(v)]
+        facts = assumptions.atom_facts(("no-nan", "no-inf"), enc.model, tensors)
+        assert len(facts) >= 16
+        src, tgt = enc.src.value.at(0), enc.tgt.value.at(0)
+        plain = Canonicalizer()
+        assert not z3.eq(plain(src), plain(tgt))
+        c = Canonicalizer(facts)
+        assert z3.eq(c(src), c(tgt)), fp
+        for term in (src, tgt):
+            s = z3.Solver()
+            s.add(*_preconditions(enc), c(term) != term)
+            assert s.check() == z3.unsat
+        assert assumptions.atom_facts(("no-signed-zeros",), enc.model, tensors) == {}

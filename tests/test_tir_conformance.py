@@ -136,3 +136,21 @@ def test_legalized_libm_ops_are_proved_and_a_swapped_one_is_refuted(name):
     twin = relax.transform.LegalizeOps()(_binary_module(ops[other]))
     (r,) = tvtv.verify(src, twin, confirm_vm=False).results
     assert r.verdict == "counterexample", r.to_dict()
+
+
+@pytest.mark.parametrize("enc,big,order", [
+    (intrinsics.tir_max, -3.4028235e38, "const-first"), (intrinsics.tir_max, -3.4028235e38, "const-second"),
+    (intrinsics.tir_min, 3.4028235e38, "const-first"), (intrinsics.tir_min, 3.4028235e38, "const-second"),
+])
+def test_max_with_flt_max_is_the_plain_select_for_every_float(enc, big, order):
+    """`T.max(-FLT_MAX, x)` (a max reduction's init, max_pool's padding) is encoded by what
+    IEEE allows below -FLT_MAX (only -inf); that must be `a > b ? a : b` for every x."""
+    x = z3.FP("x", DOM.sort)
+    c = DOM.const(big)
+    a, b = (c, x) if order == "const-first" else (x, c)
+    plain = z3.If(DOM.gt(a, b), a, b) if enc is intrinsics.tir_max else z3.If(DOM.lt(a, b), a, b)
+    got = enc(DOM, a, b)
+    assert not z3.eq(z3.simplify(got), z3.simplify(plain))    # the rewrite is in force
+    s = z3.Solver()
+    s.add(z3.Not(DOM.same(got, plain)))
+    assert s.check() == z3.unsat

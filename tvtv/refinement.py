@@ -130,6 +130,8 @@ class _Encoded:
     notes: set[str] = field(default_factory=set)
     assume_facts: list[z3.BoolRef] = field(default_factory=list)
     options: Options = field(default_factory=Options)
+    # the input atoms the assumptions decide (`assume_mod.atom_facts`), computed when needed
+    atoms: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None
 
 
 def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None) -> tuple[FloatModel, str]:
@@ -432,7 +434,10 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor) -> list[t
     same term after simplification and sorting the arguments of commutative operators
     (`tvtv/encode/canonical.py`)."""
     out = []
-    canon = Canonicalizer()
+    if enc.atoms is None:
+        enc.atoms = assume_mod.atom_facts(enc.options.assume, enc.model,
+                                          [t for _, _, v in enc.inputs for t in flatten(v)])
+    canon = Canonicalizer(enc.atoms)
     deadline = _DEADLINE.get()
     for j in range(a.numel):
         x, y = a.at(j), b.at(j)

@@ -110,6 +110,37 @@ def input_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[obje
     return facts
 
 
+# Inputs up to this many elements in all have their elements' NaN/inf atoms decided by
+# `atom_facts` (each element costs a few simplifications).
+ATOM_FACTS_BOUND = 4096
+
+
+def atom_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object]
+               ) -> dict[int, tuple[z3.ExprRef, z3.ExprRef]]:
+    """What no-nan and no-inf decide about single input elements: the atoms "x[k] is NaN" and
+    "x[k] is ±inf", raw and simplified, mapped to False (AST id -> (atom, False)), for
+    `tvtv.encode.canonical.Canonicalizer`. They are consequences of `input_facts`."""
+    want_nan, want_inf = NO_NAN in assume, NO_INF in assume
+    out: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+    if not (want_nan or want_inf):
+        return out
+    false = z3.BoolVal(False)
+    if sum(t.numel for t in tensors if is_float(t.dtype)) > ATOM_FACTS_BOUND:  # type: ignore[attr-defined]
+        return out
+    for t in tensors:
+        if not is_float(t.dtype):  # type: ignore[attr-defined]
+            continue
+        dom = model.domain(t.dtype)  # type: ignore[attr-defined]
+        for k in range(t.numel):  # type: ignore[attr-defined]
+            x = z3.simplify(t.at(k))  # type: ignore[attr-defined]
+            preds = ([dom.is_nan(x)] if want_nan else []) + ([dom.is_inf(x)] if want_inf else [])
+            for p in preds:
+                for form in (p, z3.simplify(p)):
+                    if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form):
+                        out[form.get_id()] = (form, false)
+    return out
+
+
 def same_output(assume: Sequence[str], dom: ScalarDomain, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
     """Does target element `b` refine source element `a` under the assumptions?"""
     if not is_float(dom.dtype):

@@ -20,18 +20,38 @@ COMMUTATIVE = {
     z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR,
 }
 
+# simplify-and-replace rounds of a term under premises (folding a decided atom can expose
+# another in the form `atom_facts` lists)
+FACT_ROUNDS = 4
+
 
 class Canonicalizer:
     """Canonical forms with a memo shared across calls (source and target elements share
-    most of their subterms)."""
+    most of their subterms).
 
-    def __init__(self) -> None:
+    `facts` maps simplified atoms to the truth value the check's premises give them (e.g.
+    "input element x[3] is NaN" -> False under no-nan, `tvtv.absfp.assumptions.atom_facts`):
+    such an atom is replaced and the result simplified again. The canonical form then denotes
+    the same value as the term *on every input the premises admit*, which is all a check
+    compares (its queries carry the premises)."""
+
+    def __init__(self, facts: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None) -> None:
         # id -> (term, canonical form); the term is kept so that Z3 does not free it and
         # reuse its id for another term
         self._memo: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+        self._facts = facts or {}
+        # ids of memo keys whose canonical form has an atom replaced by a premise
+        self._decided: set[int] = set()
 
     def __call__(self, term: z3.ExprRef) -> z3.ExprRef:
-        return self._canon(z3.simplify(term))
+        out = z3.simplify(term)
+        for _ in range(FACT_ROUNDS):
+            root = out
+            out = self._canon(root)
+            if root.get_id() not in self._decided:
+                break
+            out = z3.simplify(out)     # a premise decided an atom: fold what it decided
+        return out
 
     def _canon(self, root: z3.ExprRef) -> z3.ExprRef:
         # post-order with an explicit stack: fused graphs nest thousands of terms deep,
@@ -43,6 +63,10 @@ class Canonicalizer:
             key = e.get_id()
             if key in memo:
                 continue
+            if key in self._facts:
+                memo[key] = (e, self._facts[key][1])
+                self._decided.add(key)
+                continue
             if not (z3.is_app(e) and e.num_args() > 0):
                 memo[key] = (e, e)      # a constant, variable or quantifier: kept as it is
                 continue
@@ -52,6 +76,8 @@ class Canonicalizer:
                 continue
             children = e.children()
             kids = [memo[c.get_id()][1] for c in children]
+            if self._decided and any(c.get_id() in self._decided for c in children):
+                self._decided.add(key)
             if e.decl().kind() in COMMUTATIVE:
                 kids.sort(key=lambda c: (c.hash(), c.get_id()))
             changed = any(not k.eq(c) for k, c in zip(kids, children))

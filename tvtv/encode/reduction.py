@@ -155,6 +155,17 @@ def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -
     if n == 0:
         raise ValueError("max/min of an empty axis")
     if n <= FOLD_BOUND:
+        if is_float(dtype):
+            # The same value as the fold of numpy.maximum (whose every step is NaN when
+            # either side is): NaN when any term is, else the fold of `a > b ? a : b` (ties
+            # give the later term). Stated once, the NaN test leaves the bare chain of
+            # selects TIR's `T.max` loops build, so a legalized max meets it term for term.
+            terms = [elem(idx(k)) for k in range(n)]
+            better = dom.gt if kind == "max" else dom.lt
+            acc = terms[0]
+            for t in terms[1:]:
+                acc = z3.If(better(acc, t), acc, t)
+            return z3.If(z3.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), acc) if n > 1 else acc
         acc = elem(idx(0))
         for k in range(1, n):
             acc = step(acc, elem(idx(k)))

@@ -11,6 +11,7 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvtv
+from tests.conftest import mutate
 from tvtv.absfp.real import RealModel
 from tvtv.refinement import Options
 from tvtv.solvers import Query, to_smtlib
@@ -321,3 +322,30 @@ def test_cvc5_reads_lambdas_arrays_bv_fp_datatypes():
     a = rf.var("a")
     q.add(z3.Not(rf.same(rf.add(a, rf.const(1.0)), rf.add(rf.const(1.0), a))))
     assert q.check() == z3.unsat and q.answers == {"cvc5": "unsat", "z3": "unsat"}
+
+
+@I.ir_module
+class DivSqrt:
+    @R.function
+    def main(x: R.Tensor((3,), "float32"), v: R.Tensor((3,), "float32")) -> R.Tensor((3,), "float32"):
+        s = R.sqrt(v)
+        o = R.divide(x, s)
+        return o
+
+
+@I.ir_module
+class MulRsqrt:
+    @R.function
+    def main(x: R.Tensor((3,), "float32"), v: R.Tensor((3,), "float32")) -> R.Tensor((3,), "float32"):
+        r = R.rsqrt(v)
+        o = R.multiply(x, r)
+        return o
+
+
+def test_real_model_takes_rsqrt_as_one_over_sqrt():
+    """x / sqrt(v) and x * rsqrt(v) differ by rounding only: the real model proves it (the
+    IEEE model cannot: rsqrt is uninterpreted there); x * sqrt(v) is still refuted."""
+    assert verdict(DivSqrt, MulRsqrt, fp="real").verdict == "proved"
+    assert verdict(DivSqrt, MulRsqrt, fp="ieee", timeout=1).verdict != "proved"
+    broken = mutate(MulRsqrt, "R.rsqrt(v)", "R.sqrt(v)")
+    assert verdict(DivSqrt, broken, fp="real").verdict == "counterexample"

@@ -157,6 +157,11 @@ class RealFloats(ScalarDomain):
         return self._ufs[name]
 
     def unary(self, fname: str, x):
+        if fname == "rsqrt":
+            # rsqrt(x) = 1 / sqrt(x), Relax's definition, exactly: the special values follow
+            # (rsqrt(+0) = 1/+0 = +inf, rsqrt(+inf) = 0, a negative x gives NaN), and a
+            # legalization computing x * rsqrt(v) meets a specification's x / sqrt(v)
+            return self.div(self.const(1.0), self.unary("sqrt", x))
         v = RF.val(x)
         if fname in ("floor", "ceil", "trunc"):
             fl = z3.ToReal(z3.ToInt(v))                     # floor, exactly

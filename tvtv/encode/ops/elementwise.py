@@ -475,7 +475,7 @@ def encode_unary_function(ctx: EncodeContext, call: OpCall, args: list) -> objec
     _require(is_float(x.dtype), call, x.dtype)
     fname = call.op.split(".")[-1]
     if ctx.zero_signs_free and fname in ZERO_SIGN_DROPPED:
-        return _unary_map(ctx, call, args, lambda dom, v: dom.unary(fname, _plus_zero(dom, v)))
+        return _unary_map(ctx, call, args, lambda dom, v: dom.unary(fname, plus_zero(dom, v)))
     return _unary_map(ctx, call, args, lambda dom, v: dom.unary(fname, v))
 
 
@@ -489,7 +489,7 @@ def encode_unary_function(ctx: EncodeContext, call: OpCall, args: list) -> objec
 ZERO_SIGN_DROPPED = ("tanh", "atanh")
 
 
-def _plus_zero(dom: ScalarDomain, v: Term) -> Term:
+def plus_zero(dom: ScalarDomain, v: Term) -> Term:
     """`v` with -0 replaced by +0."""
     return z3.If(v == dom.const(-0.0), dom.const(0.0), v)
 

@@ -25,7 +25,8 @@ import z3
 
 from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.absfp.interface import ScalarDomain
-from tvtv.encode.ops.elementwise import atan2_float, fmod, pow_float   # the Relax ops' C99
+from tvtv.absfp.special import UNARY_RULES
+from tvtv.encode.ops.elementwise import atan2_float, fmod, plus_zero, pow_float   # the Relax ops' C99
 from tvtv.errors import Unsupported
 
 Term = z3.ExprRef
@@ -87,6 +88,12 @@ _KEYS = {"nan": float("nan"), "+inf": float("inf"), "-inf": float("-inf"), "+0":
 
 
 def _unary(fname: str) -> Callable[[ScalarDomain, Sequence[Term]], Term]:
+    if SPECIAL_OVERRIDES.get(fname) == {"-0": 0.0} and UNARY_RULES[fname].specials.get("+0") == "x":
+        # f(-0) = +0 where f(+0) = +0: f of the argument with its zero sign dropped, the very
+        # term the specification builds under per-operation no-signed-zeros
+        # (`tvtv.encode.ops.elementwise.ZERO_SIGN_DROPPED`)
+        return lambda dom, args: dom.unary(fname, plus_zero(dom, args[0]))
+
     def apply(dom: ScalarDomain, args: Sequence[Term]) -> Term:
         (x,) = args
         result = dom.unary(fname, x)

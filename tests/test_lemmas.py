@@ -325,3 +325,55 @@ def test_libm_value_gives_uninterpreted_functions_numpys_values():
     assert libm_value(term, "float32") == float(want)
     opaque = dom.add(z3.Const("opaque", dom.const(1.0).sort()), dom.const(1.0))
     assert libm_value(opaque, "float32") is None
+
+
+@I.ir_module
+class LogSoftmax:
+    @R.function
+    def main(x: R.Tensor((6, 8), "float32")) -> R.Tensor((6, 8), "float32"):
+        with R.dataflow():
+            y = R.nn.log_softmax(x, axis=-1)
+            R.output(y)
+        return y
+
+
+def test_conditional_lemma_falls_back_to_ieee():
+    """log_softmax equals its legalization on finite values (TVM's max starts from -FLT_MAX
+    and drops NaN); the abstract model leaves it undecided within the lemma budget, IEEE
+    proves it."""
+    assume = ["no-nan", "no-inf", "per-operation"]
+    found = lemmas.prove_lemmas(LogSoftmax, Options(assume=tuple(assume)))
+    assert found.proved_finite == ["relax.nn.log_softmax"], found.describe()
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), LogSoftmax)
+    (r,) = tvtv.verify(LogSoftmax, target, pass_name="LegalizeOps", assume=assume).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+@pytest.mark.slow
+def test_log_softmax_with_a_changed_body_is_refuted():
+    """The twin: x + max instead of x - max in the legalized body (about 100 s: the ladder
+    climbs to unrolled sums before the VM confirms). Its run holds no NaN/inf inside, which
+    numpy's exp, log and sums decide (`libm_value`)."""
+    assume = ["no-nan", "no-inf", "per-operation"]
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), LogSoftmax)
+    broken = mutate(target, "x[v_i0, v_i1] - T_softmax_maxelem[v_i0] - T.log(",
+                    "x[v_i0, v_i1] + T_softmax_maxelem[v_i0] - T.log(")
+    (r,) = tvtv.verify(LogSoftmax, broken, pass_name="LegalizeOps", assume=assume, timeout=3).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.confirmed, r.to_dict()
+    assert "per-operation: the counterexample's run computes no NaN/inf inside" in r.levels
+
+
+def test_libm_value_evaluates_sums():
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.evaluate import libm_value
+    from tvtv.encode.reduction import uf_of_terms
+    model = IEEEModel()
+    dom = model.domain("float32")
+    ctx = EncodeContext(model)
+    for n in (3, 40):    # scalar arguments, and an array of the terms
+        vals = [float(k) + 0.5 for k in range(n)]
+        total = uf_of_terms(ctx, "sum", "float32", n, lambda i, v=vals: dom.const(v[i.as_long()]),
+                            dom.const(0.0), dom.sort)
+        assert libm_value(dom.add(total, dom.const(1.0)), "float32") == sum(vals) + 1.0

@@ -58,6 +58,24 @@ _IEEE_UF = re.compile(r"^ieee_(.+)_(float16|bfloat16|float32|float64)$")
 LIBM_ROUNDS = 64
 
 
+# the uninterpreted sums and products of `tvtv/encode/reduction.py` (`uf_of_terms`, named
+# through `context.shared_uf`): of n scalar terms, or of an array holding them at 0..n-1
+_REDUCTION_UF = re.compile(r"^(sum|prod)_(float16|bfloat16|float32|float64)_(\d+)__\d+$")
+
+
+def _reduction_terms(app: z3.ExprRef) -> list[z3.ExprRef] | None:
+    """The terms an uninterpreted sum/product reduces, when all are numerals."""
+    m = _REDUCTION_UF.match(app.decl().name())
+    if m is None:
+        return None
+    n = int(m.group(3))
+    if app.num_args() == 1 and z3.is_array(app.arg(0)):
+        terms = [z3.simplify(z3.Select(app.arg(0), z3.BitVecVal(k, 32))) for k in range(n)]
+    else:
+        terms = list(app.children())
+    return terms if len(terms) == n and all(z3.is_fp_value(t) for t in terms) else None
+
+
 def _libm_apps(term: z3.ExprRef) -> list[z3.ExprRef]:
     """The IEEE model's function applications in `term` whose arguments are all numerals."""
     seen: set[int] = set()
@@ -71,20 +89,35 @@ def _libm_apps(term: z3.ExprRef) -> list[z3.ExprRef]:
         m = _IEEE_UF.match(t.decl().name()) if t.num_args() else None
         if m and m.group(1) in _LIBM and all(z3.is_fp_value(a) for a in t.children()):
             found.append(t)
+        elif t.num_args() and _reduction_terms(t) is not None:
+            found.append(t)
         else:
             stack.extend(t.children())
     return found
 
 
 def _libm_apply(app: z3.ExprRef) -> z3.ExprRef:
+    terms = _reduction_terms(app)
+    if terms is not None:    # a sum or product, in double precision, rounded once
+        m = _REDUCTION_UF.match(app.decl().name())
+        assert m is not None
+        kind, dtype = m.group(1), m.group(2)
+        vals = np.array([fp_value(t, dtype) for t in terms], dtype=np.float64)
+        with np.errstate(all="ignore"):
+            out = float(vals.sum() if kind == "sum" else vals.prod())
+        return _fp_numeral(out, dtype, app.sort())
     m = _IEEE_UF.match(app.decl().name())
     assert m is not None
     fname, dtype = m.group(1), m.group(2)
     args = [np.float64(fp_value(a, dtype)) for a in app.children()]
     with np.errstate(all="ignore"):
         out = float(np.float64(_LIBM[fname](*args)))
+    return _fp_numeral(out, dtype, app.sort())
+
+
+def _fp_numeral(out: float, dtype: str, sort: z3.SortRef) -> z3.ExprRef:
+    """`out` rounded to `dtype`, as a numeral of `sort`."""
     out = float(round_to(out, dtype))
-    sort = app.sort()
     if math.isnan(out):
         return z3.fpNaN(sort)
     if math.isinf(out):
@@ -96,9 +129,10 @@ def _libm_apply(app: z3.ExprRef) -> z3.ExprRef:
 
 def libm_value(term: z3.ExprRef, dtype: str) -> Any:
     """The value of a closed IEEE-model term with its uninterpreted float functions (exp,
-    tanh, erf, ...) given numpy's values in double precision, rounded to the dtype: what a
-    run with the C library's functions computes, up to an ulp of those functions. None when
-    something else stays open (an opaque PrimFunc, a reduction's function). For questions a
+    tanh, erf, ...) and float sums and products given numpy's values in double precision,
+    rounded to the dtype once: what a run with the C library's functions computes, up to an
+    ulp of those functions and the summation order. None when something else stays open (an
+    opaque PrimFunc, a dot product's function). For questions a
     last ulp does not decide, such as whether a run computes a NaN or an infinity
     (`tvtv.confirm.poisoned_inside`); never a counterexample's confirmation."""
     v = z3.simplify(term)

@@ -377,3 +377,20 @@ def test_libm_value_evaluates_sums():
         total = uf_of_terms(ctx, "sum", "float32", n, lambda i, v=vals: dom.const(v[i.as_long()]),
                             dom.const(0.0), dom.sort)
         assert libm_value(dom.add(total, dom.const(1.0)), "float32") == sum(vals) + 1.0
+
+
+def test_poisoned_counterexample_is_looked_for_again_among_finite_runs():
+    """Without lemmas (no pass named) the first counterexample for Absorb's legalization is a
+    run with a NaN inside (x*y overflows): under per-operation it is poison, so the check is
+    run again with the source's live tensors free of NaN/inf as premises, and proves it. The
+    twin (relu called on the other operand) still has a finite counterexample."""
+    assume = ["no-nan", "no-inf", "per-operation"]
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), Absorb)
+    (r,) = tvtv.verify(Absorb, target, assume=assume).results
+    assert r.verdict == "proved", r.to_dict()
+    assert any("checked again on runs without NaN/inf inside" in lv for lv in r.levels), r.levels
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), ReluOfSum)
+    broken = mutate(target, "R.call_tir(cls.relu, (a,)", "R.call_tir(cls.relu, (b,)")
+    (r,) = tvtv.verify(ReluOfSum, broken, assume=assume, finite_runs=True).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.confirmed or r.counterexample.confirmed_ieee, r.to_dict()

@@ -119,9 +119,32 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample)
                 _demote_unshown(r)
+    if any(_poisoned(r, before, fn.name, opts) for r, fn in zip(results, src.public_functions())) \
+            and not opts.finite_runs:
+        # a counterexample whose run is poison: look again among the runs that are not
+        retry = _verify_direct(before, after, pass_name, label,
+                               dataclasses.replace(opts, finite_runs=True), confirm_vm, lemmas)
+        for k, (r, fn) in enumerate(zip(results, src.public_functions())):
+            if _poisoned(r, before, fn.name, opts):
+                again = retry.results[k]
+                again.seconds += r.seconds
+                again.levels[:0] = [*r.levels, f"per-operation: the counterexample's run is "
+                                               f"poison ({r.counterexample.message}); checked "
+                                               f"again on runs without NaN/inf inside"]
+                results[k] = again
     for r, fn in zip(results, src.public_functions()):
         _demote_poisoned(r, before, fn.name, opts)
     return Report(results)
+
+
+def _poisoned(r: Result, before: Any, fname: str, opts: Options) -> bool:
+    """Is `r` a counterexample under per-operation whose run is poison (memoized on `r`)?"""
+    cex = r.counterexample
+    if r.verdict != COUNTEREXAMPLE or cex is None or assume_mod.PER_OPERATION not in opts.assume:
+        return False
+    if not hasattr(cex, "_poisoned"):
+        cex._poisoned = confirm.poisoned_inside(before, fname, cex.inputs, opts.assume)
+    return cex._poisoned is True
 
 
 def _demote_poisoned(r: Result, before: Any, fname: str, opts: Options) -> None:
@@ -132,7 +155,8 @@ def _demote_poisoned(r: Result, before: Any, fname: str, opts: Options) -> None:
     cex = r.counterexample
     if r.verdict != COUNTEREXAMPLE or cex is None or assume_mod.PER_OPERATION not in opts.assume:
         return
-    poisoned = confirm.poisoned_inside(before, fname, cex.inputs, opts.assume)
+    poisoned = getattr(cex, "_poisoned", None) if hasattr(cex, "_poisoned") else \
+        confirm.poisoned_inside(before, fname, cex.inputs, opts.assume)
     if poisoned is False:
         r.levels.append("per-operation: the counterexample's run computes no NaN/inf inside")
         return

@@ -77,6 +77,10 @@ class Options:
     # proved without the user's assumptions): tanh and atanh of the specification drop their
     # argument's zero sign, as TVM's code does (`tvtv.encode.ops.elementwise.ZERO_SIGN_DROPPED`)
     zero_signs_free: bool = False
+    # per-operation: take as premises that the source computes no NaN (no-nan) / inf (no-inf)
+    # in its live tensors, i.e. check the runs that are not poison only (used to look again
+    # for a counterexample after one whose run was poison: `tvtv.api`)
+    finite_runs: bool = False
 
     def __post_init__(self) -> None:
         if self.fp not in FP_MODELS:
@@ -165,6 +169,8 @@ def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: F
         ctx.source_calls = source.ctx.op_calls
     ctx.reassociate = _RUN.get().reassociate
     ctx.zero_signs_free = _RUN.get().zero_signs_free
+    if side == "src" and _RUN.get().finite_runs:
+        ctx.live_values = []
     model.on_ub = ctx.add_ub
     value = FunctionEncoder(program, ctx).call(fn, args)
     return _Side(ctx, flatten(value), value)
@@ -188,6 +194,8 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt", src)
     facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
+    if concrete is None and src.ctx.live_values:
+        facts += assume_mod.run_facts(options.assume, model, src.ctx.live_values)
     notes = src.ctx.notes | tgt.ctx.notes
     if model.hash_facts:
         notes.add("sums: hashed multisets of terms (reassociation)")

@@ -141,6 +141,31 @@ def atom_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[objec
     return out
 
 
+# Live tensors up to this many elements in all get `run_facts` (one constraint an element).
+RUN_FACTS_BOUND = 4096
+
+
+def run_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object]) -> list[z3.BoolRef]:
+    """Under per-operation: the source's live tensors (those its outputs are computed from)
+    hold no NaN (no-nan) / inf (no-inf), which is what a run that is not poison computes.
+    Element by element, and only while they number at most RUN_FACTS_BOUND in all (fewer
+    premises only make the check weaker, never wrong)."""
+    flags = per_operation(assume)
+    floats = [t for t in tensors if is_float(t.dtype)]  # type: ignore[attr-defined]
+    if not flags or sum(t.numel for t in floats) > RUN_FACTS_BOUND:  # type: ignore[attr-defined]
+        return []
+    facts: list[z3.BoolRef] = []
+    for t in floats:
+        dom = model.domain(t.dtype)  # type: ignore[attr-defined]
+        for k in range(t.numel):  # type: ignore[attr-defined]
+            x = t.at(k)  # type: ignore[attr-defined]
+            if NO_NAN in flags:
+                facts.append(z3.Not(dom.is_nan(x)))
+            if NO_INF in flags:
+                facts.append(z3.Not(dom.is_inf(x)))
+    return facts
+
+
 def same_output(assume: Sequence[str], dom: ScalarDomain, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
     """Does target element `b` refine source element `a` under the assumptions?"""
     if not is_float(dom.dtype):

@@ -394,3 +394,48 @@ def test_poisoned_counterexample_is_looked_for_again_among_finite_runs():
     (r,) = tvtv.verify(ReluOfSum, broken, assume=assume, finite_runs=True).results
     assert r.verdict == "counterexample", r.to_dict()
     assert r.confirmed or r.counterexample.confirmed_ieee, r.to_dict()
+
+
+@I.ir_module
+class InlinedConstant:
+    """`equal(-0.25, x)` reads the constant from a constant tensor in the source; its
+    legalization inlines it as a literal, so `w`'s arrays differ as terms on the two sides
+    while every element is the same."""
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            c = R.equal(R.const(-0.25, "float32"), x)
+            w = R.where(c, x, R.multiply(x, x))
+            r = R.nn.relu(w)
+            R.output(r)
+        return r
+
+
+def test_conditional_lemma_matches_arguments_element_by_element():
+    from tvtv.encode.canonical import Canonicalizer
+    from tvtv.encode.tensor import idx
+    from tvtv.lemmas import _same_tensor
+    k = z3.K(z3.BitVecSort(32), z3.FPVal(-0.25, z3.Float32()))
+    lit = z3.Lambda([z3.BitVec("i!0", 32)], z3.FPVal(-0.25, z3.Float32()))
+    other = z3.Lambda([z3.BitVec("i!0", 32)], z3.FPVal(0.25, z3.Float32()))
+    assert not z3.eq(k, lit)
+    assert _same_tensor(k, lit, 6, Canonicalizer())
+    assert not _same_tensor(k, other, 6, Canonicalizer())
+    assert not _same_tensor(k, lit, None, Canonicalizer())   # size unknown: terms only
+    assume = ["no-nan", "no-inf", "per-operation"]
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), InlinedConstant)
+    hits = []
+    real_lookup = lemmas.LemmaSet.lookup
+
+    def lookup(self, *args, **kw):
+        found = real_lookup(self, *args, **kw)
+        hits.append(found.op if found is not None else None)
+        return found
+    lemmas.LemmaSet.lookup = lookup
+    try:
+        (r,) = tvtv.verify(InlinedConstant, target, pass_name="LegalizeOps", assume=assume).results
+    finally:
+        lemmas.LemmaSet.lookup = real_lookup
+    assert r.verdict == "proved", r.to_dict()
+    assert "relax.nn.relu" in hits, hits

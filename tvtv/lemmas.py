@@ -38,6 +38,7 @@ run.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -45,6 +46,8 @@ from typing import Any, Sequence
 import z3
 
 from tvtv.absfp import assumptions
+from tvtv.encode.canonical import Canonicalizer
+from tvtv.encode.tensor import idx
 from tvtv.errors import TvtvError
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
@@ -70,6 +73,22 @@ class Lemma:
     function: P.Function
     call: Any = None
     conditional: bool = False
+
+
+# Up to this many elements a conditional lemma's arguments are compared element by element.
+SAME_ELEMENTS_BOUND = 4096
+
+
+def _same_tensor(a: z3.ExprRef, b: z3.ExprRef, numel: int | None, canon: Canonicalizer) -> bool:
+    """Are the source's and the target's argument arrays the same tensor: the same term, or
+    elements 0..numel-1 the same in canonical form (one side may read a constant from a
+    constant array where a PrimFunc inlined it as a literal, or order a commutative
+    operation's arguments otherwise)? Either way the same values on every input."""
+    if z3.eq(a, b):
+        return True
+    if numel is None or numel > SAME_ELEMENTS_BOUND:
+        return False
+    return all(z3.eq(canon(z3.Select(a, idx(k))), canon(z3.Select(b, idx(k)))) for k in range(numel))
 
 
 def _arg_form(a: P.Expr) -> Any:
@@ -110,8 +129,13 @@ class LemmaSet:
         lemma = self.conditional.get(key)
         if lemma is None or not source_calls:
             return None
+        sizes = [math.prod(t.shape) if isinstance(t, P.TensorType) else None for t in arg_types]
+        if len(sizes) != len(args):
+            sizes = [None] * len(args)
+        canon = Canonicalizer()
         for recorded in source_calls.get(lemma.call, ()):
-            if len(recorded) == len(args) and all(z3.eq(a, b) for a, b in zip(recorded, args)):
+            if len(recorded) == len(args) and all(
+                    _same_tensor(a, b, n, canon) for a, b, n in zip(recorded, args, sizes)):
                 return lemma
         return None
 

@@ -39,7 +39,9 @@ def _max_finite(dom: ScalarDomain) -> float | None:
 
 
 def _is_const(dom: ScalarDomain, t: Term, value: float) -> bool:
-    return z3.eq(z3.simplify(t), z3.simplify(dom.const(value)))
+    # structurally: the TIR interpreter builds a literal with `dom.const`, and simplifying
+    # every operand of every T.max would cost a pass over the accumulated term per step
+    return z3.eq(t, dom.const(value))
 
 
 def _is_inf(dom: ScalarDomain, t: Term, sign: int) -> z3.BoolRef:

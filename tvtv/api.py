@@ -97,7 +97,7 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
 
     report = compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)
     for r, fn in zip(report.results, src_prog.public_functions()):
-        _demote_poisoned(r, before, fn.name, opts)
+        _demote_poisoned(r, _run_poisoned(r, before, fn.name, opts), opts)
     return report
 
 
@@ -119,44 +119,51 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample)
                 _demote_unshown(r)
-    if any(_poisoned(r, before, fn.name, opts) for r, fn in zip(results, src.public_functions())) \
-            and not opts.finite_runs:
-        # a counterexample whose run is poison: look again among the runs that are not
+    fns = src.public_functions()
+    poisoned = [_run_poisoned(r, before, fn.name, opts) for r, fn in zip(results, fns)]
+    judged: set[int] = set()
+    if any(p is True for p in poisoned) and not opts.finite_runs:
+        # a counterexample whose run is poison: look again among the runs that are not (the
+        # retry's own results are already judged by the same rule)
         retry = _verify_direct(before, after, pass_name, label,
                                dataclasses.replace(opts, finite_runs=True), confirm_vm, lemmas)
-        for k, (r, fn) in enumerate(zip(results, src.public_functions())):
-            if _poisoned(r, before, fn.name, opts):
+        for k, r in enumerate(results):
+            if poisoned[k] is True:
                 again = retry.results[k]
                 again.seconds += r.seconds
                 again.levels[:0] = [*r.levels, f"per-operation: the counterexample's run is "
                                                f"poison ({r.counterexample.message}); checked "
                                                f"again on runs without NaN/inf inside"]
                 results[k] = again
-    for r, fn in zip(results, src.public_functions()):
-        _demote_poisoned(r, before, fn.name, opts)
+                judged.add(k)
+    for k, (r, p) in enumerate(zip(results, poisoned)):
+        if k not in judged:
+            _demote_poisoned(r, p, opts)
     return Report(results)
 
 
-def _poisoned(r: Result, before: Any, fname: str, opts: Options) -> bool:
-    """Is `r` a counterexample under per-operation whose run is poison (memoized on `r`)?"""
-    cex = r.counterexample
-    if r.verdict != COUNTEREXAMPLE or cex is None or assume_mod.PER_OPERATION not in opts.assume:
+def _per_operation_cex(r: Result, opts: Options) -> bool:
+    return (r.verdict == COUNTEREXAMPLE and r.counterexample is not None
+            and assume_mod.PER_OPERATION in opts.assume)
+
+
+def _run_poisoned(r: Result, before: Any, fname: str, opts: Options) -> bool | None:
+    """For a counterexample under per-operation: does the source, evaluated on its inputs
+    (`confirm.poisoned_inside`), compute a NaN/inf in a tensor its outputs are computed from
+    (None: cannot tell)? False for any other result."""
+    if not _per_operation_cex(r, opts):
         return False
-    if not hasattr(cex, "_poisoned"):
-        cex._poisoned = confirm.poisoned_inside(before, fname, cex.inputs, opts.assume)
-    return cex._poisoned is True
+    return confirm.poisoned_inside(before, fname, r.counterexample.inputs, opts.assume)
 
 
-def _demote_poisoned(r: Result, before: Any, fname: str, opts: Options) -> None:
+def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
     """Under per-operation a counterexample must be a run in which the source computes no
-    NaN/inf in a tensor its outputs are computed from (such a run is poison as a whole). The
-    source is evaluated on the counterexample's inputs (IEEE, by specification); a poisoned
-    or undecidable run makes the verdict `unknown`, with the reason."""
+    NaN/inf in a tensor its outputs are computed from (such a run is poison as a whole);
+    `poisoned` is `_run_poisoned(r, ...)`. A poisoned or undecidable run makes the verdict
+    `unknown`, with the reason."""
     cex = r.counterexample
-    if r.verdict != COUNTEREXAMPLE or cex is None or assume_mod.PER_OPERATION not in opts.assume:
+    if not _per_operation_cex(r, opts) or cex is None:
         return
-    poisoned = getattr(cex, "_poisoned", None) if hasattr(cex, "_poisoned") else \
-        confirm.poisoned_inside(before, fname, cex.inputs, opts.assume)
     if poisoned is False:
         r.levels.append("per-operation: the counterexample's run computes no NaN/inf inside")
         return

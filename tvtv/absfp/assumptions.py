@@ -83,6 +83,12 @@ def describe(names: Sequence[str]) -> list[str]:
     return [f"{n}: {ASSUMPTIONS[n]}" for n in names]
 
 
+def excluded(assume: Sequence[str], dom: ScalarDomain, x: z3.ExprRef) -> list[z3.BoolRef]:
+    """What no-nan / no-inf in `assume` rule out for a value `x`: "x is NaN", "x is ±inf"."""
+    return (([dom.is_nan(x)] if NO_NAN in assume else [])
+            + ([dom.is_inf(x)] if NO_INF in assume else []))
+
+
 def input_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object]) -> list[z3.BoolRef]:
     """Constraints on the input tensors (objects with `dtype`, `numel`, `at(i)`)."""
     want_nan, want_inf = NO_NAN in assume, NO_INF in assume
@@ -95,12 +101,7 @@ def input_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[obje
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
 
         def ok(x: z3.ExprRef, dom: ScalarDomain = dom) -> z3.BoolRef:
-            conds = []
-            if want_nan:
-                conds.append(z3.Not(dom.is_nan(x)))
-            if want_inf:
-                conds.append(z3.Not(dom.is_inf(x)))
-            return z3.And(*conds)
+            return z3.And(*[z3.Not(p) for p in excluded(assume, dom, x)])
         n = t.numel  # type: ignore[attr-defined]
         if n <= EXPAND_BOUND:
             facts += [ok(t.at(k)) for k in range(n)]  # type: ignore[attr-defined]
@@ -132,9 +133,7 @@ def atom_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[objec
             continue
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
         for k in range(t.numel):  # type: ignore[attr-defined]
-            x = z3.simplify(t.at(k))  # type: ignore[attr-defined]
-            preds = ([dom.is_nan(x)] if want_nan else []) + ([dom.is_inf(x)] if want_inf else [])
-            for p in preds:
+            for p in excluded(assume, dom, z3.simplify(t.at(k))):  # type: ignore[attr-defined]
                 for form in (p, z3.simplify(p)):
                     if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form):
                         out[form.get_id()] = (form, false)
@@ -158,11 +157,7 @@ def run_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object
     for t in floats:
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
         for k in range(t.numel):  # type: ignore[attr-defined]
-            x = t.at(k)  # type: ignore[attr-defined]
-            if NO_NAN in flags:
-                facts.append(z3.Not(dom.is_nan(x)))
-            if NO_INF in flags:
-                facts.append(z3.Not(dom.is_inf(x)))
+            facts += [z3.Not(p) for p in excluded(flags, dom, t.at(k))]  # type: ignore[attr-defined]
     return facts
 
 

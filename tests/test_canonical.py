@@ -149,3 +149,112 @@ def test_input_facts_decide_atoms_and_keep_meaning():
             s.add(*_preconditions(enc), c(term) != term)
             assert s.check() == z3.unsat
         assert assumptions.atom_facts(("no-signed-zeros",), enc.model, tensors) == {}
+
+
+class ReferenceCanonicalizer:
+    """The canonical form as first written, through z3py objects (one Python object per
+    visited term): the oracle the raw-pointer walk must agree with term for term, and the
+    baseline of `bench/canonical.py`. No facts."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+
+    def __call__(self, term: z3.ExprRef) -> z3.ExprRef:
+        return self._canon(z3.simplify(term))
+
+    def _canon(self, root: z3.ExprRef) -> z3.ExprRef:
+        from tvtv.encode.canonical import COMMUTATIVE
+        memo = self._memo
+        stack: list[tuple[z3.ExprRef, bool]] = [(root, False)]
+        while stack:
+            e, children_done = stack.pop()
+            key = e.get_id()
+            if key in memo:
+                continue
+            if not (z3.is_app(e) and e.num_args() > 0):
+                memo[key] = (e, e)
+                continue
+            if not children_done:
+                stack.append((e, True))
+                stack.extend((c, False) for c in e.children() if c.get_id() not in memo)
+                continue
+            children = e.children()
+            kids = [memo[c.get_id()][1] for c in children]
+            if e.decl().kind() in COMMUTATIVE:
+                kids.sort(key=lambda c: (c.hash(), c.get_id()))
+            if not any(not k.eq(c) for k, c in zip(kids, children)):
+                memo[key] = (e, e)
+                continue
+            kind = e.decl().kind()
+            rebuilt = (z3.Or(*kids) if kind == z3.Z3_OP_OR else z3.And(*kids)
+                       if kind == z3.Z3_OP_AND else z3.Distinct(*kids)
+                       if kind == z3.Z3_OP_DISTINCT else e.decl()(*kids))
+            memo[key] = (e, rebuilt)
+        return memo[root.get_id()][1]
+
+
+def legalized_elements(build) -> list[z3.ExprRef]:
+    """Every output element of a single-op module and of its legalization (abstract model,
+    PrimFunc bodies): real terms of the shapes the canonical form meets in a check."""
+    from tvm import relax
+
+    from tvtv import refinement
+    from tvtv.encode.function import abstraction_level, ladder, operator_lemmas
+    from tvtv.ir import relax_reader
+    mod = build()
+    tgt = relax.transform.LegalizeOps()(mod)
+    sp, tp = relax_reader.read_module(mod), relax_reader.read_module(tgt)
+    token = refinement._RUN.set(refinement.Options())
+    try:
+        with operator_lemmas(None), abstraction_level(ladder("auto")[1]):
+            enc = refinement._encode(sp, sp.functions["main"], tp, tp.functions["main"],
+                                     "abstract", None)
+    finally:
+        refinement._RUN.reset(token)
+    a, b = enc.src.outputs[0], enc.tgt.outputs[0]
+    return [t for j in range(a.numel) for t in (a.at(j), b.at(j))]
+
+
+def test_raw_walk_agrees_with_the_z3py_walk_term_for_term():
+    """The C-API walk builds exactly the terms the z3py walk built (same order of the
+    commutative arguments, same rebuilt operators), on real legalized elements and on n-ary
+    and/or/distinct/bvadd."""
+    from tvm import relax
+    O = relax.op
+    terms = []
+    for build in (_single(O.nn.softmax, [(2, 6)]), _single(O.nn.conv2d, [(1, 2, 3, 3), (2, 2, 2, 2)]),
+                  _single(O.nn.layer_norm, [(2, 4), (4,), (4,)], axes=[-1])):
+        terms += legalized_elements(build)
+    x, y, z, w = z3.BitVecs("x y z w", 8)
+    terms += [z3.Or(x == 1, z == 2, y == 3, w == 4), z3.And(w == x, y != z, x == 0),
+              z3.Distinct(w, z, y, x), w + z + y + x, x * y * z]
+    new, ref = Canonicalizer(), ReferenceCanonicalizer()
+    for t in terms:
+        # one simplified term for both: z3.simplify's argument order follows AST ids, so two
+        # calls may differ once other terms were built in between
+        st = z3.simplify(t)
+        assert z3.eq(new._canon(st), ref._canon(st)), t.sexpr()[:200]
+
+
+def test_memo_keeps_its_terms_alive():
+    """Terms canonicalized and then dropped by the caller keep their ids reserved while the
+    canonicalizer lives: a reused id would hand a new term the canonical form of an old one."""
+    import gc
+    c = Canonicalizer()
+
+    def canon_fresh(k: int) -> tuple[z3.ExprRef, z3.ExprRef]:
+        v = z3.BitVec(f"v{k}", 8)
+        t = z3.Or(v == k % 256, v + 3 == (k + 1) % 256, z3.ULT(v, 7))
+        return t, c(t)
+
+    for k in range(200):
+        canon_fresh(k)            # dropped at once by this caller
+    gc.collect()
+    for k in range(1000, 1200):   # new terms, built after the old ones were dropped
+        t, ct = canon_fresh(k)
+        assert f"v{k}" in ct.sexpr() and f"v{k - 1000} " not in ct.sexpr() + " "
+        s = z3.Solver()
+        s.add(ct != t)
+        assert s.check() == z3.unsat
+    del c
+    gc.collect()

@@ -84,6 +84,18 @@ def test_a_case_over_the_memory_limit_is_unknown_and_the_run_goes_on(tmp_path, m
     assert results["graph0_0"]["verdict"] == results["graph0_2"]["verdict"] == "proved", res.output
 
 
+def test_a_retiring_worker_is_given_no_further_case(tmp_path, monkeypatch):
+    """With TVTV_RECYCLE_MB=1 every worker retires after its case: each case still gets a
+    verdict from a fresh worker, none is lost as "exited without a result" (seen on a zero
+    run when the parent handed the next case to a worker that was exiting)."""
+    monkeypatch.setenv("TVTV_RECYCLE_MB", "1")
+    out = tmp_path / "r.json"
+    res = invoke("check", *SMALL, "--graphs", "4", "--jobs", "1", "--case-timeout", "120",
+                 "--json", str(out))
+    results = json.loads(out.read_text())["results"]
+    assert [r["verdict"] for r in results] == ["proved"] * 4, res.output
+
+
 def test_memory_limit_shares_the_machine():
     assert runner.case_memory_limit(1) > runner.case_memory_limit(2) >= 2 << 30
     assert runner.rss_bytes(os.getpid()) > 10 << 20       # this process: tens of MiB at least

@@ -416,12 +416,18 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None) -> None:
             msg = ("input_error", case.key, str(err))
         except Exception:
             msg = ("error", case.key, traceback.format_exc(limit=3).strip().splitlines()[-1])
+        # Z3 keeps what a case built: past the recycle size a fresh worker takes the next case.
+        # The parent hears it before the result, so it never hands this worker another case
+        # (it would be lost: seen as "exited without a result" on a zero run).
+        retiring = rss_bytes(os.getpid()) > recycle_rss()
         try:
+            if retiring:
+                conn.send(("retiring",))
             conn.send(msg)
         except OSError:
             return   # the parent is gone
-        if rss_bytes(os.getpid()) > RECYCLE_RSS:
-            return   # Z3 keeps what a case built: a fresh worker takes the next case
+        if retiring:
+            return
 
 
 class _Worker:
@@ -432,6 +438,7 @@ class _Worker:
         self.proc.start()
         child.close()
         self.ready = False
+        self.retiring = False       # it said it exits after its current case
         self.case: Case | None = None
         self.started = 0.0
 
@@ -467,6 +474,15 @@ class WorkerStartError(RuntimeError):
 # reason), instead of the kernel's OOM killer picking a process (seen: 23 GB for one
 # layer_norm check in a long single-process run).
 RECYCLE_RSS = 3 << 30
+# overrides RECYCLE_RSS, in MiB (the tests recycle after every case with 1)
+RECYCLE_ENV = "TVTV_RECYCLE_MB"
+
+
+def recycle_rss() -> int:
+    """The resident size past which a worker retires after its case (RECYCLE_RSS, or
+    TVTV_RECYCLE_MB)."""
+    env = os.environ.get(RECYCLE_ENV)
+    return int(env) << 20 if env else RECYCLE_RSS
 
 
 def rss_bytes(pid: int) -> int:
@@ -515,7 +531,7 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
         workers = [_Worker(ctx, config, out) for _ in range(max(1, min(jobs, len(pending))))]
         while pending or any(w.case is not None for w in workers):
             for w in workers:
-                if w.ready and w.case is None and pending:
+                if w.ready and not w.retiring and w.case is None and pending:
                     case = pending.popleft()
                     try:
                         w.give(case)
@@ -541,6 +557,8 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
                 for msg in messages:
                     if msg[0] == "ready":
                         w.ready, failed_starts = True, 0
+                    elif msg[0] == "retiring":
+                        w.retiring = True
                     elif w.case is not None and msg[1] == w.case.key:
                         case, seconds = w.case, time.monotonic() - w.started
                         w.case = None

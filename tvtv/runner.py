@@ -478,11 +478,17 @@ RECYCLE_RSS = 3 << 30
 RECYCLE_ENV = "TVTV_RECYCLE_MB"
 
 
+def _env_bytes(name: str) -> int | None:
+    """The size in MiB environment variable `name` gives, in bytes (None when unset)."""
+    value = os.environ.get(name)
+    return int(value) << 20 if value else None
+
+
 def recycle_rss() -> int:
     """The resident size past which a worker retires after its case (RECYCLE_RSS, or
     TVTV_RECYCLE_MB)."""
-    env = os.environ.get(RECYCLE_ENV)
-    return int(env) << 20 if env else RECYCLE_RSS
+    size = _env_bytes(RECYCLE_ENV)
+    return RECYCLE_RSS if size is None else size
 
 
 def rss_bytes(pid: int) -> int:
@@ -497,8 +503,9 @@ def rss_bytes(pid: int) -> int:
 def case_memory_limit(jobs: int) -> int:
     """Bytes one case may hold: three quarters of the machine's memory shared by the workers
     (at least 2 GiB), or TVTV_CASE_MEMORY_MB."""
-    if os.environ.get(MEMORY_LIMIT_ENV):
-        return int(os.environ[MEMORY_LIMIT_ENV]) << 20
+    size = _env_bytes(MEMORY_LIMIT_ENV)
+    if size is not None:
+        return size
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):

@@ -100,9 +100,10 @@ class Canonicalizer:
             self._ctx = root.ctx
         ref = root.ctx_ref()
         memo, facts, decided = self._memo, self._facts, self._decided
-        stack: list[tuple[Any, bool]] = [(root.as_ast(), False)]
+        # (term, its arguments once they are pushed: the post-order visit reuses them)
+        stack: list[tuple[Any, list[Any] | None]] = [(root.as_ast(), None)]
         while stack:
-            e, children_done = stack.pop()
+            e, children = stack.pop()
             key = _ID(ref, e)
             if key in memo:
                 continue
@@ -111,14 +112,14 @@ class Canonicalizer:
                 memo[key] = self._hold(ref, facts[key][1].as_ast())
                 decided.add(key)
                 continue
-            if _KIND(ref, e) not in _APP_KINDS or _NUM_ARGS(ref, e) == 0:
-                memo[key] = self._hold(ref, e)   # a constant, variable or quantifier
-                continue
-            n = _NUM_ARGS(ref, e)
-            children = [_ARG(ref, e, i) for i in range(n)]
-            if not children_done:
-                stack.append((e, True))
-                stack.extend((c, False) for c in children if _ID(ref, c) not in memo)
+            if children is None:
+                n = _NUM_ARGS(ref, e) if _KIND(ref, e) in _APP_KINDS else 0
+                if n == 0:
+                    memo[key] = self._hold(ref, e)   # a constant, variable or quantifier
+                    continue
+                children = [_ARG(ref, e, i) for i in range(n)]
+                stack.append((e, children))
+                stack.extend((c, None) for c in children if _ID(ref, c) not in memo)
                 continue
             ids = [_ID(ref, c) for c in children]
             kids = [memo[i] for i in ids]

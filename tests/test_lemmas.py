@@ -14,7 +14,7 @@ from tvm.script import relax as R
 import tvtv
 from tests.conftest import mutate
 from tvtv import lemmas, passes
-from tvtv.encode.function import LEMMA_NOTE
+from tvtv.encode.function import BODY_NOTE, LEMMA_NOTE
 from tvtv.ir import tvm_bridge
 from tvtv.refinement import Options
 
@@ -61,6 +61,25 @@ def test_legalize_ops_is_proved_with_lemmas():
     assert r.verdict == "proved", r.to_dict()
     assert r.levels[0].startswith("operator lemmas: 5 of 6")
     assert LEMMA_NOTE in r.levels
+
+
+def test_a_scalar_constant_folded_into_the_primfunc_is_covered_by_its_lemma():
+    """LegalizeOps folds multiply's 0-d constant into the PrimFunc (`call_tir(multiply, (e,))`
+    with 2.0 inside): the lemma is proved for the call with the constant kept, so it matches
+    the graph's PrimFunc, and only relu (no lemma) keeps its body."""
+    (r,) = tvtv.check_pass("LegalizeOps", Graph, assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
+    assert {lv for lv in r.levels if lv.startswith(BODY_NOTE)} == {BODY_NOTE + "relu"}, r.levels
+
+
+def test_lemma_with_a_folded_constant_does_not_cover_another_constant():
+    """The twin: the PrimFunc multiplies by 3.0 instead; no lemma has its hash, its body is
+    encoded, and the changed constant is refuted."""
+    broken = mutate(legalized(), "e[v_ax0, v_ax1] * T.float32(2.0)", "e[v_ax0, v_ax1] * T.float32(3.0)")
+    (r,) = tvtv.verify(Graph, broken, pass_name="LegalizeOps", assume=["no-nan"]).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
+    assert BODY_NOTE + "multiply" in r.levels, r.levels
 
 
 def test_lemma_does_not_cover_swapped_arguments():

@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import z3
 
 from tvtv.absfp import assumptions
@@ -91,18 +92,29 @@ def _same_tensor(a: z3.ExprRef, b: z3.ExprRef, numel: int | None, canon: Canonic
     return all(z3.eq(canon(z3.Select(a, idx(k))), canon(z3.Select(b, idx(k)))) for k in range(numel))
 
 
-def _arg_form(a: P.Expr) -> Any:
+def scalar_const(a: P.Expr) -> bool:
+    """A 0-d constant argument: LegalizeOps folds it into the PrimFunc where the operator
+    allows, so a lemma's single-operator module keeps it (`tvm_bridge.single_op_modules`)."""
+    return isinstance(a, P.Const) and np.ndim(a.value) == 0
+
+
+def _arg_form(a: P.Expr, scalar_consts: bool) -> Any:
+    if scalar_consts and scalar_const(a):
+        assert isinstance(a, P.Const)
+        return ("const", a.dtype, repr(np.asarray(a.value).item()))
     if isinstance(a, (P.VarRef, P.Const)):
         return "tensor"
     if isinstance(a, P.TupleExpr):
-        return tuple(_arg_form(f) for f in a.fields)
+        return tuple(_arg_form(f, scalar_consts) for f in a.fields)
     return repr(a)
 
 
-def call_key(e: P.OpCall, tensor_types: tuple[P.Type, ...]) -> tuple[Any, ...]:
+def call_key(e: P.OpCall, tensor_types: tuple[P.Type, ...], scalar_consts: bool = True) -> tuple[Any, ...]:
     """What identifies an operator call up to its tensor arguments: operator, attributes,
-    non-tensor arguments, the tensor arguments' types and the result type."""
-    return (e.op, repr(sorted(e.attrs.items())), tuple(_arg_form(a) for a in e.args),
+    non-tensor arguments, the tensor arguments' types and the result type. With
+    `scalar_consts`, 0-d constants are identified by their value (and are not among the
+    tensor arguments); otherwise they count as tensor arguments."""
+    return (e.op, repr(sorted(e.attrs.items())), tuple(_arg_form(a, scalar_consts) for a in e.args),
             tensor_types, e.ty)
 
 
@@ -218,6 +230,20 @@ def _legalized_call(program: P.Program) -> tuple[P.CallTIR, P.Function] | None:
     return e, fn
 
 
+def _lemma_module(variants: Sequence[Any]) -> Any:
+    """The first of a call's single-operator modules (`tvm_bridge.single_op_modules`) that
+    LegalizeOps turns into one `call_tir` on exactly its parameters, the form a graph's
+    `call_tir` is matched against; the last one otherwise."""
+    for single in variants[:-1]:
+        try:
+            legalized = tvm_bridge.apply(tvm_bridge.relax_pass("LegalizeOps"), single)
+            if _legalized_call(relax_reader.read_module(legalized)) is not None:
+                return single
+        except Exception:   # noqa: BLE001 - TVM or the reader rejected it: try the next
+            continue
+    return variants[-1]
+
+
 def _prove_one(op: str, single: Any, options: Any, conditional: bool = False) -> _Outcome:
     from tvtv.refinement import check_function
     try:
@@ -260,7 +286,8 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
     token = _RUN.set(opts)       # check_function sets it too; restored below for the caller
     lemmas = LemmaSet(fp=opts.fp, zero_signs_free=opts.zero_signs_free)
     try:
-        for op, single in tvm_bridge.single_op_modules(module):
+        for op, variants in tvm_bridge.single_op_modules(module):
+            single = _lemma_module(variants)
             ckey = (tvm_bridge.structural_hash(single), okey)
             if ckey not in _CACHE:
                 with operator_lemmas(None):     # a lemma is proved from the bodies alone

@@ -137,6 +137,8 @@ def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
 
 
 LEMMA_NOTE = "call_tir by operator lemma"
+# prefix of the note naming a call_tir encoded by its PrimFunc body although lemmas were given
+BODY_NOTE = "call_tir by PrimFunc body (no operator lemma matches): "
 _LEMMAS: ContextVar[Any] = ContextVar("tvtv_operator_lemmas", default=None)
 
 
@@ -212,12 +214,26 @@ class FunctionEncoder:
 
     def record_call(self, e: P.OpCall, env: dict) -> None:
         """Note that the source computes operator call `e` (on the arrays of its tensor
-        arguments), for conditional operator lemmas (`tvtv.lemmas`)."""
-        from tvtv.lemmas import call_key
+        arguments), for conditional operator lemmas (`tvtv.lemmas`). A call with 0-d
+        constant arguments is noted twice: with the constants as tensor arguments, and
+        with them identified by value (a lemma's module keeps them when LegalizeOps folds
+        them into the PrimFunc)."""
+        from tvtv.lemmas import call_key, scalar_const
+
+        def tensors_of(values: list[Value]) -> list[Tensor]:
+            return [t for a in values for t in (a if isinstance(a, tuple) else (a,))
+                    if isinstance(t, Tensor)]
+
+        def note(key: Any, tensors: list[Tensor]) -> None:
+            self.ctx.op_calls.setdefault(key, []).append(tuple(t.arr for t in tensors))
+
         args = [self.expr(a, env) for a in e.args]
-        tensors = [t for a in args for t in (a if isinstance(a, tuple) else (a,)) if isinstance(t, Tensor)]
-        key = call_key(e, tuple(P.TensorType(t.shape, t.dtype) for t in tensors))
-        self.ctx.op_calls.setdefault(key, []).append(tuple(t.arr for t in tensors))
+        tensors = tensors_of(args)
+        note(call_key(e, tuple(P.TensorType(t.shape, t.dtype) for t in tensors), scalar_consts=False),
+             tensors)
+        if any(scalar_const(a) for a in e.args):
+            kept = tensors_of([v for a, v in zip(e.args, args) if not scalar_const(a)])
+            note(call_key(e, tuple(P.TensorType(t.shape, t.dtype) for t in kept)), kept)
 
     def match_cast(self, value: Value, ty: P.Type, name: str) -> Value:
         if isinstance(ty, P.TensorType):
@@ -308,6 +324,7 @@ class FunctionEncoder:
                 self.ctx.notes.add(LEMMA_NOTE)
                 return FunctionEncoder(lemma.program, self.ctx, self.abstraction).call(
                     lemma.function, tensors)
+            self.ctx.notes.add(BODY_NOTE + e.prim)
         if self.abstraction.tir == "body":
             info = self.program.prim_funcs.get(e.prim)
             if info is None:

@@ -192,10 +192,18 @@ def _tensor_arg(a: Any) -> bool:
     return isinstance(a, (tvm.ir.Var, tvm.ir.GenericConst)) and isinstance(a.ty, relax.TensorType)
 
 
-def _single_op_module(call: Any) -> IRModule | None:
+def _scalar_const(a: Any) -> bool:
+    """A 0-d tensor constant: LegalizeOps folds these into the PrimFunc as literals where the
+    operator allows (`_try_convert_to_scalar_const`: binary operators, full, astype, ...)."""
+    return isinstance(a, tvm.ir.GenericConst) and isinstance(a.ty, relax.TensorType) \
+        and a.ty.ndim == 0
+
+
+def _single_op_module(call: Any, keep_scalar_consts: bool = False) -> IRModule | None:
     """`main(x0, x1, ...) = call` with the call's tensor arguments (variables or constants,
     alone or in a tuple) made parameters, in order; other arguments (prim values, shapes,
-    strings, dtypes) kept. None when an argument is anything else (a nested call)."""
+    strings, dtypes) kept. With `keep_scalar_consts`, 0-d constants stay constants, as in the
+    graph. None when an argument is anything else (a nested call)."""
     params: list[Any] = []
 
     def param(a: Any) -> Any:
@@ -205,7 +213,9 @@ def _single_op_module(call: Any) -> IRModule | None:
 
     args = []
     for a in call.args:
-        if _tensor_arg(a):
+        if keep_scalar_consts and _scalar_const(a):
+            args.append(a)
+        elif _tensor_arg(a):
             args.append(param(a))
         elif isinstance(a, tvm.ir.Tuple) and all(_tensor_arg(f) for f in a.fields):
             args.append(tvm.ir.Tuple([param(f) for f in a.fields]))
@@ -223,18 +233,30 @@ def _single_op_module(call: Any) -> IRModule | None:
     return bb.get()
 
 
-def single_op_modules(mod: IRModule) -> list[tuple[str, IRModule]]:
-    """(operator name, module) for each distinct call of a Relax operator in `mod`'s Relax
+def single_op_modules(mod: IRModule) -> list[tuple[str, list[IRModule]]]:
+    """(operator name, modules) for each distinct call of a Relax operator in `mod`'s Relax
     functions (If branches included): the call alone, on parameters of its arguments' types
-    (`_single_op_module`). Structurally equal ones are given once."""
-    found: dict[int, tuple[str, IRModule]] = {}
+    (`_single_op_module`). Structurally equal ones are given once.
+
+    A call with a 0-d constant argument has two modules, to be tried in order: the constant
+    kept (LegalizeOps folds it into the PrimFunc, so only this module's legalization has the
+    graph's PrimFunc: `less(1.5, x)` becomes `call_tir(less, (x,))` with 1.5 inside), then
+    the constant made a parameter (for operators that pass it to the PrimFunc as an argument).
+    """
+    found: dict[int, tuple[str, list[IRModule]]] = {}
 
     def visit(e: Any) -> None:
         if isinstance(e, tvm.ir.Call) and isinstance(e.op, tvm.ir.Op) \
                 and not e.op.name.startswith("relax.call_"):
             single = _single_op_module(e)
-            if single is not None:
-                found.setdefault(int(tvm_ffi.structural_hash(single)), (e.op.name, single))
+            if single is None:
+                return
+            variants = [single]
+            if any(_scalar_const(a) for a in e.args):
+                kept = _single_op_module(e, keep_scalar_consts=True)
+                if kept is not None:
+                    variants.insert(0, kept)
+            found.setdefault(int(tvm_ffi.structural_hash(variants[0])), (e.op.name, variants))
 
     for _, fn in mod.functions.items():
         if isinstance(fn, relax.Function):

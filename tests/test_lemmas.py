@@ -10,6 +10,7 @@ import pytest
 import z3
 from tvm.script import ir as I
 from tvm.script import relax as R
+from tvm.script import tirx as T
 
 import tvtv
 from tests.conftest import mutate
@@ -296,6 +297,70 @@ def test_tanh_lemma_proves_legalize_ops_and_a_changed_body_is_refuted():
     (r,) = tvtv.verify(TanhChain, broken, pass_name="LegalizeOps", assume=ZERO_SIGNS_FREE).results
     assert r.verdict == "counterexample", r.to_dict()
     assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
+
+
+@I.ir_module
+class ClipAtZero:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            c = R.clip(x, R.prim_value(T.float64(-1.0)), R.prim_value(T.float64(0.0)))
+            o = R.exp(c)
+            R.output(o)
+        return o
+
+
+def test_clip_takes_tvms_zero_sign_when_zero_signs_are_free_per_operation():
+    """TVM's clip is max(min(x, hi), lo): clip(-0., -1, 0) = +0 where numpy keeps -0. Per
+    operation with no-signed-zeros the zero's sign is free and the specification takes TVM's,
+    so clip gets a lemma on finite values; with zero signs exact it gets none."""
+    found = lemmas.prove_lemmas(ClipAtZero, Options(assume=ZERO_SIGNS_FREE))
+    assert "relax.clip" in found.proved_finite, found.describe()
+    found = lemmas.prove_lemmas(ClipAtZero, Options(assume=("no-nan", "no-inf", "per-operation")))
+    assert "relax.clip" not in found.proved_finite + found.proved, found.describe()
+
+
+def _clip_specification(x, zero_signs_free: bool):
+    """relax.clip(x, -1, 0) as tvtv's encoder evaluates it in IEEE."""
+    import numpy as np
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode import registry
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.evaluate import arg_value, tensor_values
+    from tvtv.ir import program as P
+    model = IEEEModel()
+    ctx = EncodeContext(model)
+    ctx.zero_signs_free = zero_signs_free
+    model.on_ub = ctx.add_ub
+    args = [arg_value(x, "float32", ctx), arg_value(("prim", -1.0), "float64", ctx),
+            arg_value(("prim", 0.0), "float64", ctx)]
+    call = P.OpCall("relax.clip", (P.VarRef("a0"), P.VarRef("a1"), P.VarRef("a2")), {},
+                    P.TensorType(x.shape, "float32"))
+    t = registry.lookup("relax.clip")(ctx, call, args)
+    return np.array(tensor_values(t), dtype="float32").reshape(x.shape)
+
+
+@I.ir_module
+class ClipAlone:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            c = R.clip(x, R.prim_value(T.float64(-1.0)), R.prim_value(T.float64(0.0)))
+            R.output(c)
+        return c
+
+
+def test_clip_zero_sign_taken_is_the_one_tvm_computes():
+    """Run on the VM: TVM's clip(-0., -1, 0) is +0 (numpy's is -0). With zero signs free
+    the specification gives TVM's values bit for bit, signs of zeros included; with zero
+    signs exact it keeps numpy's -0."""
+    import numpy as np
+    x = np.array([[-0.0, 0.0, -0.5], [-2.0, 3.0, -1.0]], dtype="float32")
+    (vm,) = tvm_bridge.run_vm(ClipAlone, "main", [x])
+    assert vm[0, 0] == 0.0 and not np.signbit(vm[0, 0])
+    free = _clip_specification(x, True)
+    assert np.array_equal(free, vm) and np.array_equal(np.signbit(free), np.signbit(vm)), (free, vm)
+    assert np.signbit(_clip_specification(x, False)[0, 0])
 
 
 def test_dropped_zero_sign_is_only_taken_where_the_result_is_a_zero():

@@ -96,6 +96,17 @@ def test_a_retiring_worker_is_given_no_further_case(tmp_path, monkeypatch):
     assert [r["verdict"] for r in results] == ["proved"] * 4, res.output
 
 
+def test_z3_bytes_sees_what_z3_keeps():
+    """The recycle size for Z3 is read from Z3's own allocator: terms built raise it."""
+    import z3
+    before = runner.z3_bytes()
+    x = z3.BitVec("tvtv_test_x", 32)
+    terms = [x * z3.BitVecVal(k, 32) + x for k in range(100_000)]
+    assert runner.z3_bytes() > before + (4 << 20), (before, runner.z3_bytes())
+    assert len(terms) == 100_000
+    assert runner.RECYCLE_Z3 < runner.RECYCLE_RSS
+
+
 def test_memory_limit_shares_the_machine():
     assert runner.case_memory_limit(1) > runner.case_memory_limit(2) >= 2 << 30
     assert runner.rss_bytes(os.getpid()) > 10 << 20       # this process: tens of MiB at least

@@ -625,16 +625,30 @@ def encode_clip(ctx: EncodeContext, call: OpCall, args: list) -> object:
     The bounds are literals converted to the tensor's dtype (see `_clip_bound`). TVM's
     lowering gives clip(NaN, 0, 6) = 6 and clip(-0., 0, 6) = +0. (measured): differences
     tvtv reports.
+
+    Under per-operation no-signed-zeros (`ctx.zero_signs_free`: LLVM's `nsz` on every
+    operation, docs/float-models.md) the sign of a zero result is insignificant, and a zero
+    result takes the sign of TVM's `max(min(x, hi), lo)` (`T.min`/`T.max` are fcmp + select:
+    clip(-0., -1, 0) = +0), as tanh's does: the source is then evaluated as one of the runs
+    nsz allows, the one TVM computes. Only for ordered float bounds, where both formulas
+    clamp to the same value and a zero result is a zero on both sides.
     """
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
     dom = ctx.dom(x.dtype)
     lo = _clip_bound(ctx, args[1], x.dtype, "lower")
     hi = _clip_bound(ctx, args[2], x.dtype, "upper")
+    bounds = [getattr(a, "concrete", None) for a in args[1:3]]
+    tvm_zero_sign = ctx.zero_signs_free and is_float(x.dtype) \
+        and None not in bounds and float(bounds[0]) <= float(bounds[1])
 
     def clip(v: Term) -> Term:
         t = z3.If(dom.lt(v, lo), lo, v)
-        return z3.If(dom.gt(t, hi), hi, t)
+        r = z3.If(dom.gt(t, hi), hi, t)
+        if tvm_zero_sign:
+            m = z3.If(dom.lt(v, hi), v, hi)
+            r = z3.If(dom.eq(r, dom.const(0.0)), z3.If(dom.gt(m, lo), m, lo), r)
+        return r
     return elementwise(ty.shape, ty.dtype, [x], clip)
 
 

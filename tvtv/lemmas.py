@@ -230,34 +230,37 @@ def _legalized_call(program: P.Program) -> tuple[P.CallTIR, P.Function] | None:
     return e, fn
 
 
-def _lemma_module(variants: Sequence[Any]) -> Any:
-    """The first of a call's single-operator modules (`tvm_bridge.single_op_modules`) that
-    LegalizeOps turns into one `call_tir` on exactly its parameters, the form a graph's
-    `call_tir` is matched against; the last one otherwise."""
-    for single in variants[:-1]:
+def _legalize_one(op: str, variants: Sequence[Any]) -> tuple[P.Program, P.Program, P.CallTIR, P.Function] | _Outcome:
+    """(source, legalized target, its call_tir, its main) of the first of a call's
+    single-operator modules (`tvm_bridge.single_op_modules`) that LegalizeOps turns into one
+    `call_tir` on exactly its parameters, the form a graph's `call_tir` is matched against;
+    why not, for the last one, when none does."""
+    failed = _Outcome(None, None, f"{op}: no module")
+    for single in variants:
         try:
             legalized = tvm_bridge.apply(tvm_bridge.relax_pass("LegalizeOps"), single)
-            if _legalized_call(relax_reader.read_module(legalized)) is not None:
-                return single
-        except Exception:   # noqa: BLE001 - TVM or the reader rejected it: try the next
+            src = relax_reader.read_module(single)
+            tgt = relax_reader.read_module(legalized)
+        except TvtvError as err:
+            failed = _Outcome(None, None, f"{op}: cannot read ({err})")
             continue
-    return variants[-1]
+        except Exception as err:   # TVM rejected the operator alone
+            failed = _Outcome(None, None, f"{op}: LegalizeOps failed ({type(err).__name__})")
+            continue
+        found = _legalized_call(tgt)
+        if found is None:
+            failed = _Outcome(None, None, f"{op}: not legalized to one call_tir")
+            continue
+        return src, tgt, *found
+    return failed
 
 
-def _prove_one(op: str, single: Any, options: Any, conditional: bool = False) -> _Outcome:
+def _prove_one(op: str, variants: Sequence[Any], options: Any, conditional: bool = False) -> _Outcome:
     from tvtv.refinement import check_function
-    try:
-        legalized = tvm_bridge.apply(tvm_bridge.relax_pass("LegalizeOps"), single)
-        src = relax_reader.read_module(single)
-        tgt = relax_reader.read_module(legalized)
-    except TvtvError as err:
-        return _Outcome(None, None, f"{op}: cannot read ({err})")
-    except Exception as err:   # TVM rejected the operator alone
-        return _Outcome(None, None, f"{op}: LegalizeOps failed ({type(err).__name__})")
-    found = _legalized_call(tgt)
-    if found is None:
-        return _Outcome(None, None, f"{op}: not legalized to one call_tir")
-    call, fn = found
+    legal = _legalize_one(op, variants)
+    if isinstance(legal, _Outcome):
+        return legal
+    src, tgt, call, fn = legal
     info = tgt.prim_funcs.get(call.prim)
     if info is None or info.tir is None:
         return _Outcome(None, None, f"{op}: PrimFunc unreadable")
@@ -287,11 +290,10 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
     lemmas = LemmaSet(fp=opts.fp, zero_signs_free=opts.zero_signs_free)
     try:
         for op, variants in tvm_bridge.single_op_modules(module):
-            single = _lemma_module(variants)
-            ckey = (tvm_bridge.structural_hash(single), okey)
+            ckey = (tvm_bridge.structural_hash(variants[0]), okey)
             if ckey not in _CACHE:
                 with operator_lemmas(None):     # a lemma is proved from the bodies alone
-                    _CACHE[ckey] = _prove_one(op, single, opts)
+                    _CACHE[ckey] = _prove_one(op, variants, opts)
             outcome = _CACHE[ckey]
             if outcome.lemma is not None and outcome.key is not None:
                 lemmas.by_key[outcome.key] = outcome.lemma
@@ -303,7 +305,7 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
                     fkey = (ckey[0], _options_key(fopts), fopts.assume)
                     if fkey not in _CACHE:
                         with operator_lemmas(None):
-                            _CACHE[fkey] = _prove_one(op, single, fopts, conditional=True)
+                            _CACHE[fkey] = _prove_one(op, variants, fopts, conditional=True)
                     found = _CACHE[fkey]
                     if found.lemma is not None or not found.why.endswith(": unknown"):
                         break

@@ -324,8 +324,9 @@ class FunctionEncoder:
                 self.ctx.notes.add(LEMMA_NOTE)
                 return FunctionEncoder(lemma.program, self.ctx, self.abstraction).call(
                     lemma.function, tensors)
-            self.ctx.notes.add(BODY_NOTE + e.prim)
         if self.abstraction.tir == "body":
+            if lemmas is not None:
+                self.ctx.notes.add(BODY_NOTE + e.prim)
             info = self.program.prim_funcs.get(e.prim)
             if info is None:
                 raise Unsupported(f"call_tir of unknown PrimFunc {e.prim}")

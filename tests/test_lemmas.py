@@ -99,6 +99,37 @@ def test_lemma_does_not_cover_a_changed_primfunc():
     assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
 
 
+@I.ir_module
+class Sliced:
+    @R.function
+    def main(x: R.Tensor((8, 6), "float32")) -> R.Tensor((8, 3), "float32"):
+        with R.dataflow():
+            a = R.exp(x)
+            y = R.strided_slice(a, (1,), (2,), (5,), (1,), assume_inbound=False)
+            R.output(y)
+        return y
+
+
+def test_strided_slice_with_tuple_arguments_gets_a_lemma():
+    """strided_slice's axes, begin, end and strides are Relax tuples of IntImm: they stay in
+    the single-operator module as they are (before, such a call had no module at all and
+    its PrimFunc body was always encoded)."""
+    assert [op for op, _ in tvm_bridge.single_op_modules(Sliced)] == ["relax.exp", "relax.strided_slice"]
+    (r,) = tvtv.check_pass("LegalizeOps", Sliced).results
+    assert r.verdict == "proved", r.to_dict()
+    assert r.levels[0].startswith("operator lemmas: 2 of 2"), r.levels
+    assert not any(lv.startswith(BODY_NOTE) for lv in r.levels), r.levels
+
+
+def test_strided_slice_lemma_does_not_cover_another_slice():
+    """The twin: the PrimFunc reads from column 3 instead of 2; no lemma has its hash, and
+    its body is refuted."""
+    legal = tvm_bridge.apply(passes.get("LegalizeOps").make(), Sliced)
+    broken = mutate(legal, "v_ax1 + T.int64(2)]", "v_ax1 + T.int64(3)]", count=2)
+    (r,) = tvtv.verify(Sliced, broken, pass_name="LegalizeOps").results
+    assert r.verdict == "counterexample", r.to_dict()
+
+
 def test_zero_is_checked_through_legalize_ops():
     (r,) = tvtv.check_pass("zero", Graph, assume=["no-nan", "no-inf", "no-signed-zeros"]).results
     assert r.verdict == "proved", r.to_dict()

@@ -199,6 +199,18 @@ def _scalar_const(a: Any) -> bool:
         and a.ty.ndim == 0
 
 
+_DYNAMIC = (tvm.ir.Var, tvm.ir.Call, tvm.ir.TupleGetItem, relax.If, relax.Function, tvm.ir.GlobalVar)
+
+
+def _static_arg(a: Any) -> bool:
+    """An argument that is no tensor and computes nothing: a prim value, shape, string or
+    dtype, or a tuple of those (strided_slice's `(1,)`: a Tuple of IntImm). It is part of
+    the operator's attributes and stays as it is in a single-operator module."""
+    if isinstance(a, tvm.ir.Tuple):
+        return all(_static_arg(f) for f in a.fields)
+    return not _tensor_arg(a) and not isinstance(a, _DYNAMIC)
+
+
 def _single_op_module(call: Any, keep_scalar_consts: bool = False) -> IRModule | None:
     """`main(x0, x1, ...) = call` with the call's tensor arguments (variables or constants,
     alone or in a tuple) made parameters, in order; other arguments (prim values, shapes,
@@ -219,6 +231,8 @@ def _single_op_module(call: Any, keep_scalar_consts: bool = False) -> IRModule |
             args.append(param(a))
         elif isinstance(a, tvm.ir.Tuple) and all(_tensor_arg(f) for f in a.fields):
             args.append(tvm.ir.Tuple([param(f) for f in a.fields]))
+        elif _static_arg(a):   # strided_slice's axes/begin/end/strides: tuples of IntImm
+            args.append(a)
         elif isinstance(a, (tvm.ir.Var, tvm.ir.Call, tvm.ir.Tuple, tvm.ir.TupleGetItem, relax.If,
                             relax.Function, tvm.ir.GlobalVar)):
             return None

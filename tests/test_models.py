@@ -349,3 +349,33 @@ def test_real_model_takes_rsqrt_as_one_over_sqrt():
     assert verdict(DivSqrt, MulRsqrt, fp="ieee", timeout=1).verdict != "proved"
     broken = mutate(MulRsqrt, "R.rsqrt(v)", "R.sqrt(v)")
     assert verdict(DivSqrt, broken, fp="real").verdict == "counterexample"
+
+
+def _real_floats():
+    return RealModel().domain("float32")
+
+
+def test_real_model_multiplying_by_a_reciprocal_is_dividing_on_every_value():
+    """`mul(d, 1 / s)` is built as `d / s` (so layer_norm's `* rsqrt` meets its specification's
+    `/ sqrt` as one term): the rewrite must be an identity of the real model for every d and
+    s, NaN, ±inf and 0 included. Checked on the model's own unrewritten multiply."""
+    dom = _real_floats()
+    d, s = z3.Const("d", dom.sort), z3.Const("s", dom.sort)
+    claim = dom._mul(d, dom._div(dom.const(1.0), s)) == dom._div(d, s)
+    solver = z3.Solver()
+    solver.add(z3.Not(claim))
+    assert solver.check() == z3.unsat
+    assert z3.eq(dom.mul(d, dom.div(dom.const(1.0), s)), dom.div(d, s))
+    assert z3.eq(dom.mul(dom.div(dom.const(1.0), s), d), dom.div(d, s))
+
+
+def test_real_model_multiplying_by_another_quotient_is_not_rewritten():
+    """The twin: 2 / s is no reciprocal; `d * (2 / s)` stays a product, and the claim that it
+    is `d / s` is refuted."""
+    dom = _real_floats()
+    d, s = z3.Const("d", dom.sort), z3.Const("s", dom.sort)
+    two_over = dom.div(dom.const(2.0), s)
+    assert not z3.eq(dom.mul(d, two_over), dom.div(d, s))
+    solver = z3.Solver()
+    solver.add(dom.mul(d, two_over) != dom.div(d, s))
+    assert solver.check() == z3.sat

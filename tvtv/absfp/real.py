@@ -60,6 +60,8 @@ class RealFloats(ScalarDomain):
         self.dtype = dtype
         self.sort = RF
         self._ufs: dict[str, z3.FuncDeclRef] = {}
+        # 1 / s terms built by `div` (AST id -> (the term, s)): `mul` by one is `div` by s
+        self._reciprocals: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
 
     # -- values ---------------------------------------------------------------------------------
     def fin(self, v: z3.ArithRef) -> z3.ExprRef:
@@ -113,6 +115,17 @@ class RealFloats(ScalarDomain):
         return z3.If(negative, RF.ninf, RF.pinf)
 
     def mul(self, a, b):
+        # d * (1 / s) is d / s in this model, special values included (d / 0 and d * +inf
+        # are both ±inf or NaN at d = 0; d / ±inf and d * 0 are both 0, or NaN at d = ±inf;
+        # for finite s ≠ 0 the reals d * (1/s) and d / s are equal): built as d / s, so a
+        # legalization's x * rsqrt(v) meets a specification's x / sqrt(v) as one term
+        for c, other in ((b, a), (a, b)):
+            hit = self._reciprocals.get(c.get_id())
+            if hit is not None and z3.eq(hit[0], c):
+                return self.div(other, hit[1])
+        return self._mul(a, b)
+
+    def _mul(self, a, b):
         nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(self.is_inf(a), self._zero(b)),
                     z3.And(self._zero(a), self.is_inf(b)))
         neg = self._negative(a) != self._negative(b)
@@ -121,6 +134,12 @@ class RealFloats(ScalarDomain):
                      RF.fin(RF.val(a) * RF.val(b))))
 
     def div(self, a, b):
+        q = self._div(a, b)
+        if z3.eq(a, self.const(1.0)):
+            self._reciprocals[q.get_id()] = (q, b)
+        return q
+
+    def _div(self, a, b):
         nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(self.is_inf(a), self.is_inf(b)),
                     z3.And(self._zero(a), self._zero(b)))
         neg = self._negative(a) != self._negative(b)

@@ -400,7 +400,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     # A short symbolic query first: when all elements are computed alike it decides them
     # at once (a matmul's 48 dot products: 0.4 s symbolic, a 30 s timeout together).
     try:
-        return ask_symbolic(min(timeout / 10, SYMBOLIC_FIRST_BUDGET))
+        return ask_symbolic(min(timeout, SYMBOLIC_FIRST_BUDGET))
     except _Timeout:
         pass
     # Then each element alone, sharing twice the budget (a max_pool's 336 elements: 0.07 s in

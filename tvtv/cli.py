@@ -90,7 +90,8 @@ def print_summary(report: Report, json_path: Optional[Path]) -> None:
 SOLVER_HELP = "SMT solver: z3 (default), cvc5, or both (and report disagreement)"
 ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros, and "
                "per-operation (no-nan/no-inf hold for every operation, as LLVM's fast-math "
-               "flags; repeat the option or give a comma list)")
+               "flags), op-rounding (an operator may be legalized up to rounding: its lemma "
+               "is proved in the real model); repeat the option or give a comma list")
 DEFAULT_CASE_TIMEOUT = 600.0
 # a check's budget is the case timeout over this (Options.budget)
 CHECKS_PER_CASE = 3

@@ -126,6 +126,7 @@ class LemmaSet:
     conditional: dict[Key, Lemma] = field(default_factory=dict)
     proved: list[str] = field(default_factory=list)       # operator names, one per distinct call
     proved_finite: list[str] = field(default_factory=list)  # ... with a conditional lemma
+    up_to_rounding: list[str] = field(default_factory=list)  # ... proved in the real model
     not_proved: list[str] = field(default_factory=list)   # "op: verdict (reason)"
     seconds: float = 0.0
     fp: str = "abstract"                # the float model the lemmas were proved in
@@ -153,7 +154,8 @@ class LemmaSet:
 
     def describe(self) -> str:
         """One line for a verdict's `levels`."""
-        total = len(self.proved) + len(self.proved_finite) + len(self.not_proved)
+        total = (len(self.proved) + len(self.proved_finite) + len(self.up_to_rounding)
+                 + len(self.not_proved))
         text = (f"operator lemmas: {len(self.proved)} of {total} distinct operator calls proved "
                 f"equal to their legalization alone ({self.fp} model, no assumptions; "
                 f"{self.seconds:.1f} s) and encoded as the operator")
@@ -164,6 +166,10 @@ class LemmaSet:
             text += (f"; {len(self.proved_finite)} equal on finite values only (per-operation: "
                      f"used where the source computes them on the same arguments): "
                      + ", ".join(sorted(set(self.proved_finite))))
+        if self.up_to_rounding:
+            text += (f"; {len(self.up_to_rounding)} equal up to rounding only (op-rounding: "
+                     f"proved in the real model, correct up to rounding, signed zeros not "
+                     f"distinguished): " + ", ".join(sorted(set(self.up_to_rounding))))
         if self.not_proved:
             text += "; PrimFunc bodies for " + ", ".join(sorted(set(
                 n.split(":")[0] for n in self.not_proved)))
@@ -276,44 +282,67 @@ def _prove_one(op: str, variants: Sequence[Any], options: Any, conditional: bool
                                conditional), "")
 
 
+def _attempts(options: Any, opts: Any) -> list[tuple[Any, bool, int]]:
+    """(lemma options, conditional, group) for each way a call's lemma is tried, in order,
+    until one is proved: exact in the user's float model; under per-operation, on finite
+    values (`_finite_attempts`); under op-rounding, both again in the real model (correct up
+    to rounding). A counterexample on finite values ends its group's finite attempts, as in
+    `_finite_attempts`."""
+    finite = assumptions.per_operation(options.assume)
+    models = [opts]
+    if assumptions.OP_ROUNDING in options.assume and opts.fp != "real":
+        models.append(dataclasses.replace(opts, fp="real"))
+    out: list[tuple[Any, bool, int]] = []
+    for group, m in enumerate(models):
+        out.append((m, False, group))
+        if finite:
+            out += [(f, True, group) for f in _finite_attempts(dataclasses.replace(m, assume=finite))]
+    return out
+
+
 def prove_lemmas(module: Any, options: Any) -> LemmaSet:
     """The operator lemmas of `module`'s Relax operator calls (see the module doc), proved
-    with `_lemma_options(options)`."""
+    with `_lemma_options(options)`, then as `_attempts` allows."""
     from tvtv.encode.function import operator_lemmas
     from tvtv.refinement import _RUN
     start = time.perf_counter()
     opts = _lemma_options(options)
-    okey = _options_key(opts)
-    finite = assumptions.per_operation(options.assume)
-    finite_opts = dataclasses.replace(opts, assume=finite)
     token = _RUN.set(opts)       # check_function sets it too; restored below for the caller
     lemmas = LemmaSet(fp=opts.fp, zero_signs_free=opts.zero_signs_free)
+    attempts = _attempts(options, opts)
     try:
         for op, variants in tvm_bridge.single_op_modules(module):
-            ckey = (tvm_bridge.structural_hash(variants[0]), okey)
-            if ckey not in _CACHE:
-                with operator_lemmas(None):     # a lemma is proved from the bodies alone
-                    _CACHE[ckey] = _prove_one(op, variants, opts)
-            outcome = _CACHE[ckey]
-            if outcome.lemma is not None and outcome.key is not None:
-                lemmas.by_key[outcome.key] = outcome.lemma
-                lemmas.proved.append(op)
-                continue
-            if finite:     # per-operation: equal on finite values may do
-                found = None
-                for fopts in _finite_attempts(finite_opts):
-                    fkey = (ckey[0], _options_key(fopts), fopts.assume)
-                    if fkey not in _CACHE:
-                        with operator_lemmas(None):
-                            _CACHE[fkey] = _prove_one(op, variants, fopts, conditional=True)
-                    found = _CACHE[fkey]
-                    if found.lemma is not None or not found.why.endswith(": unknown"):
-                        break
-                if found is not None and found.lemma is not None and found.key is not None:
-                    lemmas.conditional[found.key] = found.lemma
-                    lemmas.proved_finite.append(op)
+            mhash = tvm_bridge.structural_hash(variants[0])
+            first: _Outcome | None = None
+            found: _Outcome | None = None
+            rounded = False      # found in the real model under op-rounding
+            refuted: set[int] = set()
+            for aopts, conditional, group in attempts:
+                if conditional and group in refuted:
                     continue
-            lemmas.not_proved.append(outcome.why)
+                ckey = (mhash, _options_key(aopts), aopts.assume)
+                if ckey not in _CACHE:
+                    with operator_lemmas(None):     # a lemma is proved from the bodies alone
+                        _CACHE[ckey] = _prove_one(op, variants, aopts, conditional=conditional)
+                outcome = _CACHE[ckey]
+                first = first or outcome
+                if outcome.lemma is not None and outcome.key is not None:
+                    found, rounded = outcome, group > 0
+                    break
+                if conditional and not outcome.why.endswith(": unknown"):
+                    refuted.add(group)
+            if found is None or found.lemma is None or found.key is None:
+                assert first is not None
+                lemmas.not_proved.append(first.why)
+                continue
+            if found.lemma.conditional:
+                lemmas.conditional[found.key] = found.lemma
+            else:
+                lemmas.by_key[found.key] = found.lemma
+            if rounded:
+                lemmas.up_to_rounding.append(op + (" (on finite values)" if found.lemma.conditional else ""))
+            else:
+                (lemmas.proved_finite if found.lemma.conditional else lemmas.proved).append(op)
     finally:
         _RUN.reset(token)
     lemmas.seconds = time.perf_counter() - start

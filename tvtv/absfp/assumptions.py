@@ -17,6 +17,14 @@
   makes the sign of a zero argument or result insignificant for every operation (LLVM's
   `nsz` on every instruction): tanh and atanh may then drop their argument's zero sign, as
   TVM's code does (tanh(-0) = +0), and get operator lemmas.
+- `op-rounding`: an operator may be computed by a legalization that equals it in real
+  arithmetic (LLVM's `afn` and `reassoc`, for one operator's PrimFunc as a whole): where an
+  operator's lemma (`tvtv.lemmas`) does not hold in the user's float model, it may be proved
+  in the real model (`tvtv.absfp.real`: correct up to rounding, one zero), and then stands for
+  the operator's `call_tir` in the graph check. The verdict names every operator taken so.
+  gelu (`x * (0.5 + erf(x / sqrt 2) * 0.5)` for `0.5 * x * (1 + erf(x / sqrt 2))`) and
+  layer_norm (`* rsqrt(var + eps)` for `/ sqrt(var + eps)`) differ from their
+  specifications only so (docs/findings.md).
 
 Without per-operation, poison is taken at the outputs only, which is weaker than LLVM's (there any intermediate NaN
 makes every value that depends on it poison, even one a max would have dropped): a proof
@@ -36,6 +44,7 @@ from tvtv.absfp.interface import FloatModel, ScalarDomain
 
 NO_NAN, NO_INF, NO_SIGNED_ZEROS = "no-nan", "no-inf", "no-signed-zeros"
 PER_OPERATION = "per-operation"
+OP_ROUNDING = "op-rounding"
 ASSUMPTIONS: dict[str, str] = {
     NO_NAN: "no input element is NaN; a NaN the source computes is poison (nnan)",
     NO_INF: "no input element is +inf or -inf; an infinity the source computes is poison (ninf)",
@@ -43,6 +52,9 @@ ASSUMPTIONS: dict[str, str] = {
     PER_OPERATION: "no-nan/no-inf hold for every operation: a NaN/inf in any tensor the "
                    "source's outputs are computed from makes the whole run poison; with "
                    "no-signed-zeros, a zero's sign is insignificant for every operation",
+    OP_ROUNDING: "an operator's legalization may differ from it by rounding: its lemma may be "
+                 "proved in the real model (correct up to rounding, signed zeros not "
+                 "distinguished); the operators taken so are listed with the verdict",
 }
 # Up to this many elements an input constraint is expanded element by element.
 EXPAND_BOUND = 256

@@ -31,6 +31,12 @@ argument's zero sign on both sides, as TVM's code does (`Options.zero_signs_free
 `tvtv.encode.ops.elementwise.ZERO_SIGN_DROPPED`): their lemmas are then exact equalities,
 proved without assumptions like any other.
 
+Under the `op-rounding` assumption a call without an exact lemma is tried again in the real
+model (`_attempts`): a lemma proved there says `call_tir(P, x)` equals `op(x)` in exact real
+arithmetic (IEEE's NaN and infinities kept, one zero), i.e. up to rounding. Standing for the
+call, it makes the check's verdict "correct given that these operators may be legalized up to
+rounding", and the verdict lists them (`LemmaSet.up_to_rounding`).
+
 Lemma results are cached per process, keyed by the single-operator module's structural hash
 and the options that shape a proof, so the same operator on the same types is proved once per
 run.

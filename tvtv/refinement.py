@@ -55,7 +55,8 @@ class Options:
 
     fp: "abstract" (mlir-tv's domain, then IEEE to confirm), "ieee" (bit-exact) or "real"
     (correct up to rounding only). solver: "z3", "cvc5" or "both" (a disagreement makes the
-    verdict unknown, with both answers). assume: "no-nan", "no-inf", "no-signed-zeros".
+    verdict unknown, with both answers). assume: "no-nan", "no-inf", "no-signed-zeros",
+    "per-operation", "op-rounding" (`tvtv.absfp.assumptions`).
     reassociate: a float reduction is a function of the multiset of its terms (Relax leaves
     the summation order unspecified); False fixes the order. See docs/float-models.md."""
 

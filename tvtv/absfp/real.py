@@ -62,6 +62,7 @@ class RealFloats(ScalarDomain):
         self._ufs: dict[str, z3.FuncDeclRef] = {}
         # 1 / s terms built by `div` (AST id -> (the term, s)): `mul` by one is `div` by s
         self._reciprocals: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+        self._one = self.const(1.0)
 
     # -- values ---------------------------------------------------------------------------------
     def fin(self, v: z3.ArithRef) -> z3.ExprRef:
@@ -135,7 +136,7 @@ class RealFloats(ScalarDomain):
 
     def div(self, a, b):
         q = self._div(a, b)
-        if z3.eq(a, self.const(1.0)):
+        if z3.eq(a, self._one):
             self._reciprocals[q.get_id()] = (q, b)
         return q
 

@@ -199,6 +199,7 @@ def _scalar_const(a: Any) -> bool:
         and a.ty.ndim == 0
 
 
+# arguments that compute a value: a single-operator module cannot keep them as they are
 _DYNAMIC = (tvm.ir.Var, tvm.ir.Call, tvm.ir.TupleGetItem, relax.If, relax.Function, tvm.ir.GlobalVar)
 
 
@@ -233,8 +234,7 @@ def _single_op_module(call: Any, keep_scalar_consts: bool = False) -> IRModule |
             args.append(tvm.ir.Tuple([param(f) for f in a.fields]))
         elif _static_arg(a):   # strided_slice's axes/begin/end/strides: tuples of IntImm
             args.append(a)
-        elif isinstance(a, (tvm.ir.Var, tvm.ir.Call, tvm.ir.Tuple, tvm.ir.TupleGetItem, relax.If,
-                            relax.Function, tvm.ir.GlobalVar)):
+        elif isinstance(a, (tvm.ir.Tuple, *_DYNAMIC)):   # computed, or a tuple mixing both
             return None
         else:
             args.append(a)

@@ -6,15 +6,17 @@ Twins: a real difference (layer_norm ignoring center=False, docs/findings.md) ge
 under op-rounding, and a changed gelu PrimFunc is still refuted."""
 from __future__ import annotations
 
+import numpy as np
 from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvtv
 from tests.conftest import mutate
-from tvtv import lemmas, passes
+from tvtv import confirm, lemmas, passes
 from tvtv.absfp import assumptions
 from tvtv.ir import tvm_bridge
 from tvtv.refinement import Options
+from tvtv.report import Counterexample
 
 
 @I.ir_module
@@ -71,6 +73,26 @@ def test_a_real_difference_is_not_taken_for_rounding():
     assert [n.split(":")[0] for n in found.not_proved] == ["relax.nn.layer_norm"]
     (r,) = tvtv.check_pass("LegalizeOps", uncentered, assume=[assumptions.OP_ROUNDING]).results
     assert r.verdict == "counterexample", r.to_dict()
+
+
+def test_the_uncentered_layer_norm_is_confirmed_where_the_vm_cannot_show_it():
+    """The inputs of a CI run (x = (0, -4), gamma = -5, beta = 6) on which the VM runs the
+    same legalization on both sides (1.0000057 twice). The source's specification gives
+    0.9999988: its mean and variance are sums of two terms, which confirmation computes (in
+    every order the same value), so the difference is confirmed (`spec-vs-vm`) and does not
+    depend on the IEEE model deciding the abstract counterexample in its 10 s."""
+    uncentered = mutate(LayerNorm, "center=True, scale=True", "center=False, scale=False")
+    legal = tvm_bridge.apply(passes.get("LegalizeOps").make(), uncentered)
+    inputs = {"x": np.array([[0.0, -4.0]], "float32"), "g": np.array([-5.0, -5.0], "float32"),
+              "b": np.array([6.0, 6.0], "float32")}
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", inputs, 0, (0, 0))
+    c = confirm.confirm_case(uncentered, legal, "main", ["x", "g", "b"], cex)
+    assert (c.confirmed, c.by) == (True, "spec-vs-vm"), c
+    assert cex.executed_values == (np.float32(0.9999988).item(), np.float32(1.0000057).item())
+    # the twin: the centered layer_norm's legalization agrees with its specification here
+    centered = tvm_bridge.apply(passes.get("LegalizeOps").make(), LayerNorm)
+    same = Counterexample("value", "output 0 differs at index (0, 0)", inputs, 0, (0, 0))
+    assert confirm.confirm_case(LayerNorm, centered, "main", ["x", "g", "b"], same).confirmed is False
 
 
 def test_legalize_ops_of_gelu_is_proved_under_op_rounding_and_says_so():

@@ -72,3 +72,34 @@ def test_bijection_check_is_exact():
     assert all_elements(halve, n, INDEX) is None
     shifted = lambda r: z3.Select(a, r + idx(1))                # reads a[n], misses a[0]
     assert all_elements(shifted, n, INDEX) is None
+
+
+PAIR_VALUES = [0.0, -0.0, float("inf"), float("-inf"), float("nan"),
+               float(np.finfo(np.float32).max), -float(np.finfo(np.float32).max), 1.5, -1.5, 1e-45]
+
+
+def test_pair_sums_are_exact_where_inputs_are_concrete():
+    """With `exact_pair_sums` (set by `tvtv.confirm` for concrete inputs) a float sum of two
+    terms is computed: the value of +0.0, a, b added in every order and bracketing (numpy,
+    IEEE round to nearest), on the special values. Without it the sum is uninterpreted."""
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode import reduction
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.evaluate import element_value, same_value
+
+    f = np.float32
+    for a in PAIR_VALUES:
+        for b in PAIR_VALUES:
+            ctx = EncodeContext(IEEEModel(), exact_pair_sums=True)
+            dom = ctx.dom("float32")
+            terms = [dom.const(a), dom.const(b)]
+            term = lambda i: terms[z3.simplify(i).as_long()]  # noqa: E731
+            got = element_value(z3.simplify(reduction.reduce_sum(ctx, "float32", 2, term)), "float32")
+            with np.errstate(all="ignore"):
+                orders = [float((f(0) + f(a)) + f(b)), float((f(0) + f(b)) + f(a)),
+                          float(f(0) + (f(a) + f(b))), float(f(a) + (f(0) + f(b)))]
+            assert all(same_value(got, o) for o in orders), (a, b, got, orders)
+    opaque = EncodeContext(IEEEModel())
+    dom = opaque.dom("float32")
+    s = z3.simplify(reduction.reduce_sum(opaque, "float32", 2, lambda i: dom.const(1.5)))
+    assert element_value(s, "float32") is None   # uninterpreted: no value

@@ -36,6 +36,9 @@ class EncodeContext:
     # per-operation no-signed-zeros (`tvtv.absfp.assumptions.zero_signs_free`): operators whose
     # result at ±0 is a zero may see their argument's zero sign dropped (`elementwise`)
     zero_signs_free: bool = False
+    # a float sum of two terms is encoded exactly (`tvtv.encode.reduction.reduce_sum`): set
+    # where inputs are concrete (`tvtv.confirm`), so the value is computed, not solved for
+    exact_pair_sums: bool = False
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

@@ -110,6 +110,11 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
         return uf_of_terms(ctx, "sum", dtype, n, elem, dom.zero(), dom.sort)
     if n == 1:
         return dom.add(dom.const(0.0), elem(idx(0)))   # +0.0 + x: only -0.0 changes
+    if n == 2 and ctx.exact_pair_sums:
+        # Every order and bracketing of +0.0, a, b gives this one value: IEEE 754 addition
+        # commutes, and a sum is -0.0 only when both addends are -0.0 (x + -x is +0.0 under
+        # roundTiesToEven, §6.3), so +0.0 added anywhere only turns a -0.0 into +0.0.
+        return dom.add(dom.add(dom.const(0.0), elem(idx(0))), elem(idx(1)))
     level = getattr(ctx, "abstraction", None)
     if level is not None and level.unroll and n <= UNROLL_BOUND:
         # last rung of the ladder: the sum in index order, +0.0 + x_0 + ... + x_{n-1} (one

@@ -379,3 +379,51 @@ def test_real_model_multiplying_by_another_quotient_is_not_rewritten():
     solver = z3.Solver()
     solver.add(dom.mul(d, two_over) != dom.div(d, s))
     assert solver.check() == z3.sat
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_real_model_flat_sum_and_product_are_the_folds_on_every_value(n):
+    """`RealFloats.sum`/`prod` state a reduction flat (one case split on the terms' kinds):
+    for every n terms, NaN, ±inf and 0 included, they equal the left folds from 0 of `add`
+    and from 1 of the model's own multiply, which define them."""
+    dom = _real_floats()
+    ts = [z3.Const(f"t{k}", dom.sort) for k in range(n)]
+    acc_s, acc_p = dom.const(0.0), dom.const(1.0)
+    for t in ts:
+        acc_s, acc_p = dom.add(acc_s, t), dom._mul(acc_p, t)
+    for flat, fold in ((dom.sum(ts), acc_s), (dom.prod(ts), acc_p)):
+        solver = z3.Solver()
+        solver.add(flat != fold)
+        assert solver.check() == z3.unsat
+
+
+def test_real_model_flat_sum_twin_a_dropped_term_is_refuted():
+    dom = _real_floats()
+    ts = [z3.Const(f"t{k}", dom.sort) for k in range(3)]
+    solver = z3.Solver()
+    solver.add(dom.sum(ts) != dom.add(dom.add(dom.const(0.0), ts[0]), ts[1]))
+    assert solver.check() == z3.sat
+    solver = z3.Solver()     # and a product that ignores a term's sign
+    solver.add(dom.prod(ts) != dom._mul(dom._mul(ts[0], ts[1]), dom.abs(ts[2])))
+    assert solver.check() == z3.sat
+
+
+def test_real_model_builds_finite_inputs_under_no_nan_and_no_inf():
+    """Under no-nan and no-inf the real model's inputs are reals wrapped as finite values
+    (`RealFloats.finite_element`): the same verdicts as the assumptions' input facts give,
+    and what holds only on finite values is proved, what fails on them still refuted."""
+    assert verdict(Zero, TimesZero, fp="real").verdict == "counterexample"          # inf * 0
+    assert verdict(Zero, TimesZero, fp="real", assume=["no-nan"]).verdict == "counterexample"
+    r = verdict(Zero, TimesZero, fp="real", assume=["no-nan", "no-inf"])
+    assert r.verdict == "proved", r.to_dict()
+    assert verdict(Doubled, Zeros4, fp="real", assume=["no-nan", "no-inf"]).verdict == "counterexample"
+    # the representation itself: an input element's NaN test is false by construction
+    from tvtv.encode.tensor import Tensor, idx
+    model = RealModel()
+    model.finite_inputs = True
+    dom = model.domain("float32")
+    x = Tensor.variable("x", (4,), "float32", dom)
+    assert z3.is_false(z3.simplify(dom.is_nan(x.at(idx(2)))))
+    model.finite_inputs = False
+    y = Tensor.variable("y", (4,), "float32", dom)
+    assert not z3.is_false(z3.simplify(dom.is_nan(y.at(idx(2)))))

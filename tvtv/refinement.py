@@ -181,6 +181,9 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
             fp: str, mag_bits: int | None, concrete: dict[str, Any] | None = None) -> _Encoded:
     model, level = _make_model(fp, [src_prog, tgt_prog], mag_bits)
     options = _RUN.get()
+    if isinstance(model, RealModel) and concrete is None:
+        # the assumptions say the inputs are finite: build them so (`RealFloats.finite_element`)
+        model.finite_inputs = {assume_mod.NO_NAN, assume_mod.NO_INF} <= set(options.assume)
     ctx0 = _ModelContext(model)
     ctx0.reassociate = options.reassociate
     inputs = []

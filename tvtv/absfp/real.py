@@ -65,6 +65,13 @@ class RealFloats(ScalarDomain):
         self._one = self.const(1.0)
 
     # -- values ---------------------------------------------------------------------------------
+    @property
+    def finite_element(self) -> z3.FuncDeclRef | None:
+        """`fin` when inputs are known finite (`RealModel.finite_inputs`): an input tensor is
+        then built from reals (`Tensor.variable`), so every NaN/inf test on an input element
+        simplifies away instead of being split on by the solver."""
+        return RF.fin if self.owner.finite_inputs else None
+
     def fin(self, v: z3.ArithRef) -> z3.ExprRef:
         return RF.fin(v)
 
@@ -150,6 +157,33 @@ class RealFloats(ScalarDomain):
                z3.If(self._zero(b), self._signed_inf(self._negative(a)),   # the zero is +0
                      RF.fin(RF.val(a) / RF.val(b))))))
 
+    # -- reductions (`tvtv.absfp.reductions.interpret`) ------------------------------------------
+    # A sum or product is the left fold of `add` or `_mul` (no overflow, no rounding, so every
+    # order gives it), stated flat: one case split on the terms' kinds, not one per step.
+    exact_reductions = True
+
+    def sum(self, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
+        """NaN when a term is NaN or +inf meets -inf; else ±inf when a term is; else the
+        exact real sum."""
+        any_p = z3.Or(*[RF.is_pinf(t) for t in terms])
+        any_n = z3.Or(*[RF.is_ninf(t) for t in terms])
+        nan = z3.Or(*[RF.is_nan(t) for t in terms], z3.And(any_p, any_n))
+        return z3.If(nan, RF.nan, z3.If(any_p, RF.pinf, z3.If(any_n, RF.ninf,
+                     RF.fin(z3.Sum([RF.val(t) for t in terms])))))
+
+    def prod(self, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
+        """NaN when a term is NaN or an infinity meets a zero (0 * inf); else ±inf when a
+        term is infinite (negative for an odd number of negative terms); else the exact
+        real product."""
+        any_inf = z3.Or(*[self.is_inf(t) for t in terms])
+        nan = z3.Or(*[RF.is_nan(t) for t in terms],
+                    z3.And(any_inf, z3.Or(*[self._zero(t) for t in terms])))
+        negative = z3.BoolVal(False)
+        for t in terms:
+            negative = z3.Xor(negative, self._negative(t))
+        return z3.If(nan, RF.nan, z3.If(any_inf, self._signed_inf(negative),
+                     RF.fin(z3.Product([RF.val(t) for t in terms]))))
+
     def neg(self, a):
         return z3.If(RF.is_fin(a), RF.fin(-RF.val(a)),
                z3.If(RF.is_pinf(a), RF.ninf, z3.If(RF.is_ninf(a), RF.pinf, RF.nan)))
@@ -226,6 +260,9 @@ class RealModel(FloatModel):
     """Floats as exact reals (plus ±inf and NaN); integers and bools exact as in every model."""
 
     name = "real"
+    # inputs are finite by assumption (no-nan and no-inf): set by `tvtv.refinement._encode`.
+    # Measured on layer_norm's lemma over 5x8x1x4 (groups of 4): 0.8 s instead of a 6 s timeout.
+    finite_inputs = False
 
     def _float_domain(self, dtype: str) -> ScalarDomain:
         return RealFloats(self, dtype)

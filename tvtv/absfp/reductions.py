@@ -25,7 +25,6 @@ array extensionality (Z3 times out on that).
 from __future__ import annotations
 
 import re
-from functools import reduce
 from typing import Callable
 
 import z3
@@ -60,16 +59,16 @@ def interpret(model: FloatModel, name: str, sorts: tuple[z3.SortRef, ...],
             return [dom.mul(z3.Select(a, z3.BitVecVal(k, width)), z3.Select(b, z3.BitVecVal(k, width)))
                     for k in range(n)]
         if model.name == "real":
-            return lambda a, b: reduce(dom.add, products(a, b))
+            return lambda a, b: dom.sum(products(a, b))
         if not reassociate:
             return None     # the coarse "dot as a function" rung of the abstraction ladder
         h, f = _hash_functions(model, "sum", dtype, dom)
         return lambda a, b: f(z3.Sum([h(t) for t in products(a, b)]))
     if model.name == "real":
-        step = dom.add if kind == "sum" else dom.mul
+        flat = dom.sum if kind == "sum" else dom.prod
 
         def exact(*args: z3.ExprRef) -> z3.ExprRef:
-            return reduce(step, _terms(args, n, dom.sort))
+            return flat(_terms(args, n, dom.sort))
         return exact
     if not reassociate:
         return None

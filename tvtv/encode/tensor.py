@@ -150,7 +150,15 @@ class Tensor:
 
     @staticmethod
     def variable(name: str, shape: Sequence[int], dtype: str, dom: ScalarDomain) -> "Tensor":
+        """An input tensor: an array `name` of the domain's values, or, in a domain whose
+        inputs are known finite (`finite_element`: the real model under no-nan and no-inf),
+        `Lambda i. finite_element(name[i])` over an array of the finite values themselves."""
         check_size(shape)
+        finite = getattr(dom, "finite_element", None)
+        if finite is not None:
+            values = z3.Array(name, INDEX, finite.domain(0))
+            return Tensor(tuple(shape), dtype, lambda_over_index(lambda i: finite(z3.Select(values, i)),
+                                                                 math.prod(shape)))
         return Tensor(tuple(shape), dtype, z3.Array(name, INDEX, dom.sort))
 
     @staticmethod

@@ -554,3 +554,31 @@ def test_conditional_lemma_matches_arguments_element_by_element():
         lemmas.LemmaSet.lookup = real_lookup
     assert r.verdict == "proved", r.to_dict()
     assert "relax.nn.relu" in hits, hits
+
+
+@I.ir_module
+class MaxOver256:
+    @R.function
+    def main(x: R.Tensor((8, 4, 4, 8), "float32")) -> R.Tensor((1, 1, 4, 1), "float32"):
+        with R.dataflow():
+            y = R.max(x, axis=[-4, 1, -1], keepdims=True)
+            R.output(y)
+        return y
+
+
+def test_max_over_256_elements_gets_its_finite_values_lemma():
+    """Up to `reduction.MAXMIN_FOLD_BOUND` terms a max is the exact fold on both sides (the
+    specification's and TIR's loop from -FLT_MAX), so they meet term for term; above 64
+    they used to be two unrelated uninterpreted functions and no lemma held (zero graphs 9,
+    11 and 25 stopped there). The twin: a loop starting from 0 instead of -FLT_MAX is
+    refuted on finite values (a group of negative numbers)."""
+    assume = ("no-nan", "no-inf", "per-operation")
+    found = lemmas.prove_lemmas(MaxOver256, Options(assume=assume))
+    assert found.proved_finite == ["relax.max"], found.describe()
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), MaxOver256)
+    broken = mutate(target, "T.float32(-340282346638528859811704183484516925440.0)", "T.float32(0.0)")
+    # (IEEE: 5 s; the abstract model's magnitudes leave a chain of 32 comparisons undecided in 30 s)
+    (r,) = tvtv.verify(MaxOver256, broken, pass_name="LegalizeOps", assume=list(assume),
+                       fp="ieee").results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.source_value < 0, r.to_dict()

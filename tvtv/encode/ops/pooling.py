@@ -4,7 +4,7 @@ Window geometry (layouts, strides, padding, dilation) is shared with the convolu
 (`convolution.py`). Semantics follow PyTorch where TVM's documentation is silent:
 - max pooling: padding is -inf (it never wins), so an element is the exact left fold of
   numpy.maximum over the window's taps (`reduce_fold`; NaN propagates, max over only
-  -inf/padding is -inf; windows of more than `reduction.FOLD_BOUND` = 64 taps are
+  -inf/padding is -inf; windows of more than `reduction.MAXMIN_FOLD_BOUND` = 512 taps are
   uninterpreted with NaN fixed). TVM's legalization pads with -FLT_MAX instead, which differs
   exactly when a window holds only -inf and padding; that difference is meant to be found.
 - average pooling: the input is zero-padded; the sum over the window (`reduce_sum`,

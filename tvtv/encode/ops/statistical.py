@@ -229,7 +229,7 @@ def encode_prod(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 @register("relax.max", "relax.min")
 def encode_max_min(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """numpy max/min over `axis`: NaN propagates, max over all -inf is -inf, max(-0.0, +0.0)
-    keeps the later of equal elements (numpy.maximum's left fold); exact up to 64 terms.
+    keeps the later of equal elements (numpy.maximum's left fold); exact up to 512 terms.
 
     (TVM's legalization ignores NaN: max([1, nan, 2]) runs as 2.0 on the VM; the Relax op
     follows numpy here, so LegalizeOps shows that difference.) Above 64 terms the result is

@@ -48,6 +48,12 @@ def test_pass_output_verdict_in_default_and_real_model(case):
         assert r.verdict == case.expect[fp], (fp, r.to_dict())
         if fp == "real":
             assert "fp: real (correct up to rounding only)" in r.levels
+        if fp == "real" and r.verdict == PROVED and case.real_assume:
+            # the twin: the same assumptions do not make a broken target pass
+            broken = mutate(tgt, case.old, case.new)
+            rb = tvtv.verify(src, broken, fp=fp, timeout=10, confirm_vm=False,
+                             assume=assume).results[0]
+            assert rb.verdict == CEX, ("real twin", rb.to_dict())
         if r.verdict == CEX and fp == "abstract":
             # the default model's counterexample is a real difference: exact IEEE evaluation
             # or execution on the TVM VM shows it

@@ -21,6 +21,12 @@ class ScalarDomain(ABC):
 
     dtype: str
     sort: z3.SortRef
+    # True when the domain states float sums and products exactly (`sum`, `prod`: the real
+    # model), so `tvtv.encode.reduction` needs no uninterpreted function for them
+    exact_reductions: bool = False
+    # the constructor of finite values from their payload when inputs are known finite (the
+    # real model under no-nan and no-inf: `Tensor.variable` builds inputs from it), else None
+    finite_element: Any = None
 
     # -- values ------------------------------------------------------------------------------
     @abstractmethod

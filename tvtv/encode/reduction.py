@@ -116,7 +116,7 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
         return uf_of_terms(ctx, "sum", dtype, n, elem, dom.zero(), dom.sort)
     if n == 1:
         return dom.add(dom.const(0.0), elem(idx(0)))   # +0.0 + x: only -0.0 changes
-    if n <= SPECIAL_BOUND and getattr(dom, "exact_reductions", False):
+    if n <= SPECIAL_BOUND and dom.exact_reductions:
         return dom.sum([elem(idx(k)) for k in range(n)])   # the real model: exact, flat
     if n == 2 and ctx.exact_pair_sums:
         # Every order and bracketing of +0.0, a, b gives this one value: IEEE 754 addition
@@ -156,7 +156,7 @@ def reduce_prod(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRe
         for k in range(1, n):
             acc = dom.mul(acc, elem(idx(k)))
         return acc
-    if is_float(dtype) and n <= SPECIAL_BOUND and getattr(dom, "exact_reductions", False):
+    if is_float(dtype) and n <= SPECIAL_BOUND and dom.exact_reductions:
         return dom.prod([elem(idx(k)) for k in range(n)])
     ctx.notes.add("prod: uninterpreted")
     general = uf_of_terms(ctx, "prod", dtype, n, elem, dom.const(1), dom.sort)

@@ -154,7 +154,7 @@ class Tensor:
         inputs are known finite (`finite_element`: the real model under no-nan and no-inf),
         `Lambda i. finite_element(name[i])` over an array of the finite values themselves."""
         check_size(shape)
-        finite = getattr(dom, "finite_element", None)
+        finite = dom.finite_element
         if finite is not None:
             values = z3.Array(name, INDEX, finite.domain(0))
             return Tensor(tuple(shape), dtype, lambda_over_index(lambda i: finite(z3.Select(values, i)),

@@ -232,7 +232,7 @@ def encode_max_min(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     keeps the later of equal elements (numpy.maximum's left fold); exact up to 512 terms.
 
     (TVM's legalization ignores NaN: max([1, nan, 2]) runs as 2.0 on the VM; the Relax op
-    follows numpy here, so LegalizeOps shows that difference.) Above 64 terms the result is
+    follows numpy here, so LegalizeOps shows that difference.) Above 512 terms the result is
     an uninterpreted function that is still NaN when any term is NaN.
     """
     x = tensor_arg(args, 0, call)

@@ -132,3 +132,12 @@ def test_climbing_after_a_timeout_looks_at_the_undecided_terms():
     # nothing to refine: a timeout there is final, not a climb
     opaque_uf, body_uf, body_sum, unrolled = LADDERS["auto"]
     assert not worth_climbing(body_uf, [body_sum, unrolled], abstractions_in([x * x == 2]))
+
+
+def test_a_spent_budget_ends_the_ladder():
+    """Once the check's budget is spent every later rung would time out too: the check stops
+    at the rung where it ran out (unknown, with the reason), instead of encoding the rest
+    (the same pair climbs three rungs with time to spare: the test above)."""
+    (r,) = tvtv.verify(MatmulAndDouble, ExpandedMatmul, budget=1e-6, confirm_vm=False).results
+    assert r.verdict == "unknown" and "budget" in r.reason, r.to_dict()
+    assert sum(lv.startswith("level: ") for lv in r.levels) == 1, r.levels

@@ -221,6 +221,12 @@ def _solver(timeout: float, backend: str | None = None) -> Query:
     return Query(backend or _RUN.get().solver, timeout)
 
 
+def _budget_spent() -> bool:
+    """Is the check's time budget (`Options.budget`) spent?"""
+    deadline = _DEADLINE.get()
+    return deadline is not None and time.perf_counter() >= deadline
+
+
 def _check(s: Query) -> z3.CheckSatResult:
     r = s.check()
     if s.disagreement is not None:
@@ -495,9 +501,19 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                    pass_name: str | None = None, label: str | None = None) -> Result:
     """Check that `tgt_prog[name]` refines `src_prog[name]`."""
     start = time.perf_counter()
+    # the budget's deadline holds for this check only (a stale one would cut whatever the
+    # caller encodes or compares next)
+    token = _DEADLINE.set(None if options.budget is None else start + options.budget)
+    try:
+        return _check_function(src_prog, tgt_prog, name, options, pass_name, label, start)
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options: Options,
+                    pass_name: str | None, label: str | None, start: float) -> Result:
     label = label or name
     _RUN.set(options)
-    _DEADLINE.set(None if options.budget is None else start + options.budget)
     disagreements: list[str] = []
     _DISAGREEMENTS.set(disagreements)
 
@@ -553,7 +569,8 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
                 except _Timeout as err:
                     # climb for what the undecided elements abstract (all of the encoding's
                     # abstractions when the query was not about elements)
-                    used = set() if enc is None else (
+                    # (none once the budget is spent: every later query would time out too)
+                    used = set() if enc is None or _budget_spent() else (
                         enc.notes if err.terms is None else abstractions_in(err.terms))
                     if worth_climbing(rung, rungs[rung_no + 1:], used):
                         levels.append("timed out: refining")

@@ -16,6 +16,8 @@ from typing import Any
 import z3
 from z3 import z3core
 
+from tvtv import z3raw
+
 # Operators whose arguments may be reordered without changing the value.
 COMMUTATIVE = {
     z3.Z3_OP_OR, z3.Z3_OP_AND, z3.Z3_OP_EQ, z3.Z3_OP_XOR, z3.Z3_OP_DISTINCT,
@@ -28,21 +30,9 @@ COMMUTATIVE = {
 FACT_ROUNDS = 4
 
 
-def _raw(wrapper):  # type: ignore[no-untyped-def]
-    """The C function behind a z3core wrapper, without its error check: used only for
-    getters that cannot fail on a valid term (the wrapper's check costs as much as the call)."""
-    return wrapper.__defaults__[-1].f
-
-
-_ID = _raw(z3core.Z3_get_ast_id)
-_HASH = _raw(z3core.Z3_get_ast_hash)
-_KIND = _raw(z3core.Z3_get_ast_kind)
-_NUM_ARGS = _raw(z3core.Z3_get_app_num_args)
-_ARG = _raw(z3core.Z3_get_app_arg)
-_DECL = _raw(z3core.Z3_get_app_decl)
-_DECL_KIND = _raw(z3core.Z3_get_decl_kind)
-_INC_REF = _raw(z3core.Z3_inc_ref)
-_DEC_REF = _raw(z3core.Z3_dec_ref)
+_ID, _HASH, _KIND = z3raw.ID, z3raw.HASH, z3raw.KIND
+_NUM_ARGS, _ARG, _DECL, _DECL_KIND = z3raw.NUM_ARGS, z3raw.ARG, z3raw.DECL, z3raw.DECL_KIND
+_INC_REF, _DEC_REF = z3raw.INC_REF, z3raw.DEC_REF
 _APP_KINDS = (z3.Z3_APP_AST,)        # numerals have no arguments: kept as they are
 
 

@@ -49,6 +49,32 @@ def test_abstract_times_one_is_exact():
     assert "absfp_mul" in z3.simplify(d.mul(x, d.const(2.0))).sexpr()
 
 
+
+def test_abstract_times_one_is_exact_beside_a_large_term():
+    """`_unit_sign` simplifies only small terms: a large operand is not walked, and the
+    constant beside it is still recognized (in either position)."""
+    m = AbstractModel(6, ["float32"])
+    d = m.domain("float32")
+    big = z3.BitVec("x", 7)
+    for k in range(40):      # a chain of 40 additions: far above UNIT_TERM_NODES
+        big = d.add(big, z3.BitVec(f"y{k}", 7))
+    assert z3.eq(d.mul(big, d.const(1.0)), big)
+    assert z3.eq(z3.simplify(d.mul(d.const(-1.0), big)), z3.simplify(d.neg(big)))
+    # and a large term that is no constant stays a product
+    assert "absfp_mul" in d.mul(big, big).sexpr()
+
+
+def test_at_most_counts_distinct_subterms():
+    from tvtv import z3raw
+    x, y = z3.BitVecs("x y", 8)
+    assert z3raw.at_most(x, 1) and not z3raw.at_most(x + y, 2)
+    assert z3raw.at_most(x + y, 3)
+    shared = (x + y) * (x + y)          # one shared subterm: 4 distinct nodes, not 7
+    assert z3raw.at_most(shared, 4) and not z3raw.at_most(shared, 3)
+    i = z3.BitVec("i", 8)
+    assert not z3raw.at_most(z3.Lambda([i], i + x + y), 3)   # through a lambda's body
+
+
 def _legalized_pair_differences(build) -> tuple[int, int]:
     """(differing elements, elements) of a single-op module against its legalization."""
     from tvm import relax

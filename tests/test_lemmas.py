@@ -464,6 +464,43 @@ def test_conditional_lemma_falls_back_to_ieee():
     assert r.verdict == "proved", r.to_dict()
 
 
+def test_per_operation_cuts_the_exact_attempt_short_and_tries_ieee_first():
+    """Under per-operation the exact attempt gets `EXACT_FIRST_BUDGET` (the finite attempts
+    follow), and the finite attempts run in IEEE before the abstract model; without it the
+    exact attempt keeps the whole lemma budget."""
+    per_op = Options(assume=("no-nan", "no-inf", "per-operation"))
+    tried = lemmas._attempts(per_op, lemmas._lemma_options(per_op), "relax.nn.softmax")
+    assert [(o.fp, conditional, o.budget) for o, conditional, _, _ in tried] == [
+        ("abstract", False, lemmas.EXACT_FIRST_BUDGET),
+        ("ieee", True, lemmas.LEMMA_BUDGET), ("abstract", True, lemmas.LEMMA_BUDGET)]
+    plain = Options(assume=("no-nan", "no-inf"))
+    tried = lemmas._attempts(plain, lemmas._lemma_options(plain), "relax.nn.softmax")
+    assert [(o.fp, conditional, o.budget) for o, conditional, _, _ in tried] == [
+        ("abstract", False, lemmas.LEMMA_BUDGET)]
+
+
+@I.ir_module
+class Softmax:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            y = R.nn.softmax(x, axis=-1)
+            R.output(y)
+        return y
+
+
+def test_softmax_gets_its_finite_values_lemma_per_operation():
+    """softmax's exact lemma holds but is slow (11.5 s for 2x3 in the abstract model, beyond
+    the lemma budget); on finite values it is proved within the budget, and LegalizeOps with
+    it (the twin, a changed body, is the log_softmax test below)."""
+    assume = ("no-nan", "no-inf", "per-operation")
+    found = lemmas.prove_lemmas(Softmax, Options(assume=assume))
+    assert found.proved_finite == ["relax.nn.softmax"], found.describe()
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), Softmax)
+    (r,) = tvtv.verify(Softmax, target, pass_name="LegalizeOps", assume=list(assume)).results
+    assert r.verdict == "proved", r.to_dict()
+
+
 @pytest.mark.slow
 def test_log_softmax_with_a_changed_body_is_refuted():
     """The twin: x + max instead of x - max in the legalized body (about 100 s: the ladder

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from tvtv import compose, confirm, passes
+from tvtv import compose, confirm, lift, passes
 from tvtv.absfp import assumptions as assume_mod
 from tvtv import lemmas as lemma_mod
 from tvtv.encode.function import operator_lemmas
@@ -107,15 +107,19 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
     `lemmas`, the source's operators are first proved alone (`tvtv.lemmas`)."""
     src, tgt = relax_reader.read_module(before), relax_reader.read_module(after)
     proved = lemma_mod.prove_lemmas(before, opts) if lemmas else None
-    with operator_lemmas(proved):
-        results = check_programs(src, tgt, opts, pass_name, label)
+    lifted = _lifted(before, after, src, proved, opts, pass_name, label) if proved else None
+    if lifted is not None:
+        results = lifted
+    else:
+        with operator_lemmas(proved):
+            results = check_programs(src, tgt, opts, pass_name, label)
     if proved is not None:   # the lemmas are part of the check: their time counts
         for r in results:
             r.levels.insert(0, proved.describe())
             r.seconds += proved.seconds
     if confirm_vm:
         for r, fn in zip(results, src.public_functions()):
-            if r.counterexample is not None:
+            if r.counterexample is not None and r.confirmed is not True:
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample)
                 _demote_unshown(r)
@@ -140,6 +144,34 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
         if k not in judged:
             _demote_poisoned(r, p, opts)
     return Report(results)
+
+
+def _lifted(before: Any, after: Any, src: Any, lemmas: Any, opts: Options, pass_name: str | None,
+            label: str | None) -> list[Result] | None:
+    """Under per-operation, when an operator lemma was refuted on finite values: for each
+    public function a counterexample lifted from it (`tvtv.lift`), confirmed by the
+    specification against the VM; None unless every function has one (then the whole-graph
+    check runs as usual)."""
+    if not lemmas.refuted_finite:
+        return None
+    fns = src.public_functions()
+    results = []
+    for fn in fns:
+        start = time.perf_counter()
+        found = lift.lift(before, after, fn.name, [p.name for p in fn.params],
+                          lemmas.refuted_finite, opts.assume)
+        if found is None:
+            return None
+        cex, op = found
+        name = fn.name if label is None else (label if len(fns) == 1 else f"{label}:{fn.name}")
+        levels = [f"counterexample lifted from the {op} lemma refuted on finite values: its "
+                  f"inputs at the graph's parameters, seeded values elsewhere; the source's "
+                  f"specification (IEEE) and the target's execution on the VM differ, on a run "
+                  f"without NaN/inf inside", *opts.settings()]
+        results.append(Result(name, pass_name, COUNTEREXAMPLE, time.perf_counter() - start,
+                              cex.message, cex, opts.fp, levels,
+                              assume_mod.describe(opts.assume), confirmed=True))
+    return results
 
 
 def _per_operation_cex(r: Result, opts: Options) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import z3
 
-from tvtv.encode.evaluate import element_value, libm_value, same_value
+from tvtv.encode.evaluate import element_value, libm_truth, libm_value, materialize, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
@@ -89,11 +89,13 @@ def first_difference(src: list[np.ndarray], tgt: list[np.ndarray]) -> tuple[int,
 _first_difference = first_difference   # the old private name
 
 
-def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool = False
-              ) -> tuple[Any, Any]:
+def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool = False,
+              value_of: Any = None) -> tuple[Any, Any]:
     """(value, encode context) of `module`'s function `fname` on concrete `inputs` in the IEEE
     model: Relax ops by their specification, PrimFunc bodies encoded. With `keep_live`, the
-    context's `live_values` holds the function's live bindings' tensors."""
+    context's `live_values` holds the function's live bindings' tensors. With `value_of`
+    (`element_value` or `libm_value`), each binding's tensor whose elements it evaluates is
+    made a constant (`tvtv.encode.evaluate.materialize`)."""
     from tvtv.absfp.ieee import IEEEModel
     from tvtv.encode.context import EncodeContext
     from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
@@ -106,6 +108,8 @@ def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool =
     if keep_live:
         ctx.live_values = []
     model.on_ub = ctx.add_ub
+    if value_of is not None:
+        ctx.materialize = lambda t: materialize(t, value_of, ctx.dom(t.dtype))
     args = [concrete_value(inputs[p.name], p.ty, ctx) for p in fn.params]
     return FunctionEncoder(prog, ctx, Abstraction(tir="body")).call(fn, args), ctx
 
@@ -199,15 +203,35 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     return Confirmation(False, "none")
 
 
+# poisoned_inside's recent answers: a counterexample's run is judged at each step of a chain
+# (`tvtv.api`), on the very same module and inputs
+_POISONED: dict[tuple[Any, ...], bool | None] = {}
+_POISONED_KEEP = 16
+
+
 def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tuple[str, ...]
                     ) -> bool | None:
+    """`_poisoned_inside`, remembered for the last few modules and inputs."""
+    key = (tvm_bridge.structural_hash(module), fname, tuple(sorted(assume)),
+           tuple((n, np.asarray(v).dtype.str, np.asarray(v).shape, np.asarray(v).tobytes())
+                 for n, v in sorted(inputs.items()) if not isinstance(v, tuple)),
+           tuple(n for n, v in inputs.items() if isinstance(v, tuple)))
+    if key[-1]:   # tuple inputs: not remembered
+        return _poisoned_inside(module, fname, inputs, assume)
+    if key not in _POISONED:
+        if len(_POISONED) >= _POISONED_KEEP:
+            _POISONED.pop(next(iter(_POISONED)))
+        _POISONED[key] = _poisoned_inside(module, fname, inputs, assume)
+    return _POISONED[key]
+
+
+def _poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tuple[str, ...]
+                     ) -> bool | None:
     """Under the per-operation assumption: does `module`'s function, evaluated on `inputs` in
     the IEEE model (Relax ops by their specification; exp, tanh, erf ... by numpy's C-library
-    values, `tvtv.encode.evaluate.libm_value`), compute a NaN (no-nan) or an infinity
+    values, `tvtv.encode.evaluate.libm_truth`), compute a NaN (no-nan) or an infinity
     (no-inf) in a tensor its outputs are computed from? Then the run is poison and no
     counterexample. None when a value cannot be evaluated (an opaque function)."""
-    import math
-
     from tvtv.absfp import assumptions
     from tvtv.absfp.dtypes import is_float
 
@@ -215,21 +239,13 @@ def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tup
     if not flags:
         return False
     try:
-        _, ctx = _ieee_run(module, fname, inputs, keep_live=True)
+        _, ctx = _ieee_run(module, fname, inputs, keep_live=True, value_of=libm_value)
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
         return None
-    open_values = False
-    for t in ctx.live_values:
-        if not is_float(t.dtype):
-            continue
-        for k in range(t.numel):
-            v = libm_value(t.at(k), t.dtype)
-            if v is None:
-                open_values = True
-            elif (assumptions.NO_NAN in flags and math.isnan(v)) or \
-                    (assumptions.NO_INF in flags and math.isinf(v)):
-                return True
-    return None if open_values else False
+    poison = [p for t in ctx.live_values if is_float(t.dtype) for k in range(t.numel)
+              for p in assumptions.excluded(flags, ctx.model.domain(t.dtype), t.at(k))]
+    # one term for the whole run: the elements' shared subterms are evaluated once
+    return libm_truth(z3.Or(*poison)) if poison else False
 
 
 def confirm(before: Any, after: Any, fname: str, param_names: list[str],

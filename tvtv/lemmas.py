@@ -134,6 +134,9 @@ class LemmaSet:
     proved_finite: list[str] = field(default_factory=list)  # ... with a conditional lemma
     up_to_rounding: list[str] = field(default_factory=list)  # ... proved in the real model
     not_proved: list[str] = field(default_factory=list)   # "op: verdict (reason)"
+    # single-operator module hash -> (operator, inputs) of a counterexample on finite values
+    # (under per-operation; candidates for `tvtv.lift`)
+    refuted_finite: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     seconds: float = 0.0
     fp: str = "abstract"                # the float model the lemmas were proved in
     zero_signs_free: bool = False       # tanh/atanh's specification drops a zero's sign
@@ -187,6 +190,9 @@ class _Outcome:
     key: Key | None
     lemma: Lemma | None
     why: str
+    # a counterexample's inputs (parameter name -> array) when the first single-operator
+    # module (`tvm_bridge.single_op_modules`) was refuted
+    inputs: dict[str, Any] | None = None
 
 
 _CACHE: dict[tuple[Any, ...], _Outcome] = {}
@@ -251,13 +257,14 @@ def _legalized_call(program: P.Program) -> tuple[P.CallTIR, P.Function] | None:
     return e, fn
 
 
-def _legalize_one(op: str, variants: Sequence[Any]) -> tuple[P.Program, P.Program, P.CallTIR, P.Function] | _Outcome:
-    """(source, legalized target, its call_tir, its main) of the first of a call's
+def _legalize_one(op: str, variants: Sequence[Any]
+                  ) -> tuple[P.Program, P.Program, P.CallTIR, P.Function, int] | _Outcome:
+    """(source, legalized target, its call_tir, its main, the variant's index) of the first of a call's
     single-operator modules (`tvm_bridge.single_op_modules`) that LegalizeOps turns into one
     `call_tir` on exactly its parameters, the form a graph's `call_tir` is matched against;
     why not, for the last one, when none does."""
     failed = _Outcome(None, None, f"{op}: no module")
-    for single in variants:
+    for index, single in enumerate(variants):
         try:
             legalized = tvm_bridge.apply(tvm_bridge.relax_pass("LegalizeOps"), single)
             src = relax_reader.read_module(single)
@@ -272,7 +279,7 @@ def _legalize_one(op: str, variants: Sequence[Any]) -> tuple[P.Program, P.Progra
         if found is None:
             failed = _Outcome(None, None, f"{op}: not legalized to one call_tir")
             continue
-        return src, tgt, *found
+        return src, tgt, *found, index
     return failed
 
 
@@ -281,13 +288,15 @@ def _prove_one(op: str, variants: Sequence[Any], options: Any, conditional: bool
     legal = _legalize_one(op, variants)
     if isinstance(legal, _Outcome):
         return legal
-    src, tgt, call, fn = legal
+    src, tgt, call, fn, index = legal
     info = tgt.prim_funcs.get(call.prim)
     if info is None or info.tir is None:
         return _Outcome(None, None, f"{op}: PrimFunc unreadable")
     result = check_function(src, tgt, "main", options, "LegalizeOps", f"lemma {op}")
     if result.verdict != PROVED:
-        return _Outcome(None, None, f"{op}: {result.verdict}")
+        cex = result.counterexample
+        return _Outcome(None, None, f"{op}: {result.verdict}",
+                        cex.inputs if cex is not None and index == 0 else None)
     key: Key = (call.prim_hash, tuple(p.ty for p in fn.params), call.ty)
     main = src.functions["main"]
     e = _returned_expr(main)
@@ -364,6 +373,8 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
                     break
                 if conditional and not outcome.why.endswith(": unknown"):
                     refuted.add(group)
+                    if outcome.inputs is not None and not up_to_rounding:
+                        lemmas.refuted_finite.setdefault(mhash, (op, outcome.inputs))
             if found is None or found.lemma is None or found.key is None:
                 assert first is not None
                 lemmas.not_proved.append(first.why)

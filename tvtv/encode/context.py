@@ -39,6 +39,10 @@ class EncodeContext:
     # a float sum of two terms is encoded exactly (`tvtv.encode.reduction.reduce_sum`): set
     # where inputs are concrete (`tvtv.confirm`), so the value is computed, not solved for
     exact_pair_sums: bool = False
+    # where inputs are concrete: each binding's tensor is replaced by what this gives (a
+    # constant tensor when its elements evaluate, `tvtv.encode.evaluate.materialize`), so a
+    # later element is simplified over constants, not over the whole history of lambdas
+    materialize: Any = None
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

@@ -144,6 +144,13 @@ def abstractions_in(terms: Sequence[z3.ExprRef]) -> set[str]:
     return found
 
 
+def _materialized(value: Value, materialize: Any) -> Value:
+    """`value` with its tensors passed through `materialize` (`EncodeContext.materialize`)."""
+    if isinstance(value, tuple):
+        return tuple(_materialized(v, materialize) for v in value)
+    return materialize(value) if isinstance(value, Tensor) else value
+
+
 def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
     """Opaque call_tir can only prove a target whose PrimFuncs all occur in the source
     (LegalizeOps, FuseTIR, FastMathTransform create new ones: start with bodies there)."""
@@ -218,6 +225,8 @@ class FunctionEncoder:
             value = self.expr(b.value, env)
             if b.match_cast is not None:
                 value = self.match_cast(value, b.match_cast, b.name)
+            if self.ctx.materialize is not None:
+                value = _materialized(value, self.ctx.materialize)
             env[b.vid] = value
             if b.vid in live and not self.ctx.path:
                 if keep:

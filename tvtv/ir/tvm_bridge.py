@@ -260,22 +260,64 @@ def single_op_modules(mod: IRModule) -> list[tuple[str, list[IRModule]]]:
     found: dict[int, tuple[str, list[IRModule]]] = {}
 
     def visit(e: Any) -> None:
-        if isinstance(e, tvm.ir.Call) and isinstance(e.op, tvm.ir.Op) \
-                and not e.op.name.startswith("relax.call_"):
-            single = _single_op_module(e)
-            if single is None:
-                return
-            variants = [single]
-            if any(_scalar_const(a) for a in e.args):
-                kept = _single_op_module(e, keep_scalar_consts=True)
-                if kept is not None:
-                    variants.insert(0, kept)
+        variants = _variants(e)
+        if variants is not None:
             found.setdefault(int(tvm_ffi.structural_hash(variants[0])), (e.op.name, variants))
 
     for _, fn in mod.functions.items():
         if isinstance(fn, relax.Function):
             relax.analysis.post_order_visit(fn, visit)
     return list(found.values())
+
+
+def _variants(e: Any) -> list[IRModule] | None:
+    """The single-operator modules of an operator call `e`, in the order they are tried
+    (`single_op_modules`), or None for anything else."""
+    if not (isinstance(e, tvm.ir.Call) and isinstance(e.op, tvm.ir.Op)
+            and not e.op.name.startswith("relax.call_")):
+        return None
+    single = _single_op_module(e)
+    if single is None:
+        return None
+    variants = [single]
+    if any(_scalar_const(a) for a in e.args):
+        kept = _single_op_module(e, keep_scalar_consts=True)
+        if kept is not None:
+            variants.insert(0, kept)
+    return variants
+
+
+def parameter_call_sites(mod: IRModule) -> list[tuple[str, int, list[str | None]]]:
+    """(function name, structural hash of the call's first single-operator module, and for
+    each of that module's parameters the name of the function parameter passed there, or
+    None) for each operator call in a public Relax function's own bindings that takes one of
+    the function's parameters as an argument (`tvtv.lift`)."""
+    sites: list[tuple[str, int, list[str | None]]] = []
+    for gv, fn in mod.functions.items():
+        if not isinstance(fn, relax.Function) or fn.attrs is None \
+                or "global_symbol" not in fn.attrs:
+            continue
+        def name_of(a: Any, params: Any = fn.params) -> str | None:
+            return next((p.name for p in params if a.same_as(p)), None)
+
+        for block in fn.body.blocks:
+            for binding in block.bindings:
+                e = binding.value
+                variants = _variants(e)
+                if variants is None:
+                    continue
+                keep = any(_scalar_const(a) for a in e.args) and len(variants) > 1
+                mapping: list[str | None] = []
+                for a in e.args:
+                    if keep and _scalar_const(a):
+                        continue
+                    if _tensor_arg(a):
+                        mapping.append(name_of(a))
+                    elif isinstance(a, tvm.ir.Tuple) and all(_tensor_arg(f) for f in a.fields):
+                        mapping.extend(name_of(f) for f in a.fields)
+                if any(mapping):
+                    sites.append((gv.name_hint, int(tvm_ffi.structural_hash(variants[0])), mapping))
+    return sites
 
 
 def is_pass(obj: Any) -> bool:

@@ -1,0 +1,115 @@
+"""Counterexamples lifted from a refuted operator lemma (tvtv/lift.py), and the concrete
+evaluation they rest on (materialized bindings, `libm_truth`).
+
+TVM's argmax gives -1 for a row of -FLT_MAX (docs/findings.md): its lemma is refuted on finite
+values, and where argmax reads a graph parameter the graph shows it on the lemma's inputs. The
+twins: argmax of a computed value is not lifted (nothing claimed, the ordinary check runs), and
+a run whose other parameters make a NaN inside is not taken."""
+from __future__ import annotations
+
+import numpy as np
+import z3
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+import tvtv
+from tvtv import lemmas, lift, passes
+from tvtv.absfp.ieee import IEEEModel
+from tvtv.confirm import _ieee_run, poisoned_inside
+from tvtv.encode.evaluate import element_value, encode_op, libm_truth, libm_value
+from tvtv.ir import program as P
+from tvtv.ir import tvm_bridge
+from tvtv.refinement import Options
+
+PER_OP = ("no-nan", "no-inf", "per-operation")
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+@I.ir_module
+class ArgmaxOfInput:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((3,), "float32")):
+        with R.dataflow():
+            a = R.argmax(x, axis=1, keepdims=False)
+            e = R.exp(y)
+            R.output(a, e)
+        return (a, e)
+
+
+@I.ir_module
+class ArgmaxOfTanh:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            t = R.tanh(x)
+            a = R.argmax(t, axis=1, keepdims=False)
+            R.output(a)
+        return a
+
+
+def _legalized(mod):
+    return tvm_bridge.apply(passes.get("LegalizeOps").make(), mod)
+
+
+def test_argmax_lemma_refuted_on_finite_values_is_lifted_to_the_graph():
+    found = lemmas.prove_lemmas(ArgmaxOfInput, Options(assume=PER_OP))
+    assert [op for op, _ in found.refuted_finite.values()] == ["relax.argmax"]
+    (r,) = tvtv.verify(ArgmaxOfInput, _legalized(ArgmaxOfInput), pass_name="LegalizeOps",
+                       assume=list(PER_OP)).results
+    assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
+    cex = r.counterexample
+    assert "lifted from the refuted relax.argmax lemma" in cex.message
+    assert cex.confirmed_by == "spec-vs-vm" and cex.output == 0
+    assert cex.executed_values == (0, -1)          # the specification's 0, TVM's -1
+    row = cex.inputs["x"][cex.index[0]]
+    assert (row == -FLT_MAX).all()
+    assert np.isfinite(cex.inputs["y"]).all()
+    assert poisoned_inside(ArgmaxOfInput, "main", cex.inputs, PER_OP) is False
+
+
+def test_argmax_of_a_computed_value_is_not_lifted():
+    found = lemmas.prove_lemmas(ArgmaxOfTanh, Options(assume=PER_OP))
+    assert found.refuted_finite        # the lemma is refuted ...
+    assert lift.lift(ArgmaxOfTanh, _legalized(ArgmaxOfTanh), "main", ["x"],
+                     found.refuted_finite, PER_OP) is None   # ... but x does not reach argmax
+
+
+def test_a_candidate_whose_run_is_poison_is_not_taken():
+    """exp(y) overflows to inf for y = 100: the run is poison under per-operation."""
+    legal = _legalized(ArgmaxOfInput)
+    row = np.full((2, 3), -FLT_MAX, dtype=np.float32)
+    clean = {"x": row, "y": np.zeros(3, np.float32)}
+    poison = {"x": row, "y": np.full(3, 100.0, np.float32)}
+    assert lift._shown(ArgmaxOfInput, legal, "main", ["x", "y"], clean, PER_OP) is not None
+    assert lift._shown(ArgmaxOfInput, legal, "main", ["x", "y"], poison, PER_OP) is None
+
+
+def test_materialized_run_has_the_values_of_the_symbolic_one():
+    """A run evaluated binding by binding (constants in between) gives the values of the run
+    evaluated as one term, on special values too."""
+    x = np.array([[0.0, -0.0, np.inf], [-np.inf, np.nan, FLT_MAX]], dtype=np.float32)
+    y = np.array([1.5, -FLT_MAX, -0.0], dtype=np.float32)
+    whole, _ = _ieee_run(ArgmaxOfInput, "main", {"x": x, "y": y})
+    step, _ = _ieee_run(ArgmaxOfInput, "main", {"x": x, "y": y}, value_of=element_value)
+    for a, b in zip(whole, step):
+        va = [element_value(a.at(k), a.dtype) for k in range(a.numel)]
+        vb = [element_value(b.at(k), b.dtype) for k in range(b.numel)]
+        assert repr(va) == repr(vb)
+
+
+def test_libm_value_evaluates_a_sum_over_a_lambda():
+    """Sums above the store-chain bound reduce an array built as a lambda (480 terms)."""
+    x = np.random.default_rng(0).standard_normal((8, 5, 3, 4)).astype(np.float32)
+    v, _ = encode_op("relax.mean", [x], P.TensorType((), "float32"), {"axis": None, "keepdims": False})
+    got = libm_value(v.at(0), "float32")
+    assert got is not None and abs(got - float(x.astype(np.float64).mean())) < 1e-6
+
+
+def test_libm_truth_decides_or_stays_open():
+    dom = IEEEModel().domain("float32")
+    one = dom.const(1.0)
+    assert libm_truth(dom.is_nan(dom.sub(one, one))) is False
+    assert libm_truth(z3.Or(dom.is_inf(dom.mul(dom.const(FLT_MAX), dom.const(2.0))),
+                            dom.is_nan(one))) is True
+    opaque = z3.FP("opaque", z3.Float32())
+    assert libm_truth(dom.is_nan(dom.add(opaque, one))) is None

@@ -1,0 +1,139 @@
+"""Counterexamples lifted from a refuted operator lemma to the whole graph.
+
+Under per-operation a LegalizeOps check first proves each operator call alone on finite
+values (`tvtv.lemmas`). When that is *refuted*, TVM's legalization differs from the
+operator's specification on finite inputs x* (argmax gives -1 for a row of -FLT_MAX,
+docs/findings.md). Whether the graph shows it depends on whether x* reaches the call, which
+the whole-graph solver may take minutes to decide (and, under per-operation, a run with a
+NaN/inf anywhere inside does not count: measured on zero graphs 0, 20 and 27, whose argmax
+reads a graph input, 100-150 s and then `unknown`).
+
+Where the call reads graph parameters directly, the obvious candidate is tried first: those
+parameters get x*'s values, the others seeded random values. A candidate counts only when
+execution shows it, as any counterexample must:
+- the source is evaluated on it in the IEEE model (Relax ops by their specification), and
+  under per-operation no tensor its outputs are computed from holds a NaN/inf
+  (`tvtv.confirm.poisoned_inside`);
+- the target runs on the TVM VM, and an output element differs from the specification's
+  value where that value is a numeral (one depending on exp, tanh, ... is skipped: numpy's
+  libm may differ from TVM's in the last ulp) and not poison under the assumptions.
+It is then a counterexample confirmed `spec-vs-vm`; otherwise nothing is claimed and the
+ordinary check runs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import z3
+
+from tvtv.absfp import assumptions
+from tvtv.confirm import _ieee_run, poisoned_inside, py_value
+from tvtv.encode.evaluate import element_value, same_value
+from tvtv.encode.values import flatten
+from tvtv.errors import TvtvError
+from tvtv.ir import tvm_bridge
+from tvtv.report import Counterexample
+
+# seeded fillings tried for the parameters the refuted call does not read
+CANDIDATES = 3
+# output elements compared at most (the specification is evaluated element by element)
+MAX_ELEMENTS = 4096
+
+
+def _fill(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """Seeded values for a parameter the refuted call does not read: small and finite, so
+    that the rest of the graph computes no NaN/inf (magnitudes in [0.5, 2), either sign)."""
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, 3, size=shape).astype(dtype)
+    mag = rng.uniform(0.5, 2.0, size=shape)
+    return (np.where(rng.random(shape) < 0.5, -mag, mag)).astype(dtype)
+
+
+def _poison(v: Any, assume: tuple[str, ...]) -> bool:
+    """A source output value the assumptions make poison (anything refines it)."""
+    if not isinstance(v, float):
+        return False
+    return (assumptions.NO_NAN in assume and math.isnan(v)) or \
+        (assumptions.NO_INF in assume and math.isinf(v))
+
+
+def _differs(spec: Any, got: Any, assume: tuple[str, ...]) -> bool:
+    if spec is None or _poison(spec, assume):
+        return False
+    if assumptions.NO_SIGNED_ZEROS in assume and spec == 0 and got == 0:
+        return False
+    return not same_value(spec, got)
+
+
+def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: dict[int, tuple[str, dict[str, Any]]],
+         assume: tuple[str, ...]) -> tuple[Counterexample, str] | None:
+    """A counterexample of `after` against `before`'s function `fname`, confirmed
+    `spec-vs-vm`, built from an operator lemma refuted on finite values (`refuted`:
+    single-operator module hash -> (operator, its counterexample's inputs x0, x1, ...)), and
+    the operator's name; None when no candidate shows one (see the module doc)."""
+    if not refuted or not assumptions.per_operation(assume):
+        return None
+    shapes = {p.name: (tuple(int(d) for d in p.ty.shape), np.dtype(str(p.ty.dtype)))
+              for p in before[fname].params if hasattr(p.ty, "shape") and p.ty.shape is not None}
+    if set(shapes) != set(param_names):
+        return None              # a tuple or symbolic parameter: not tried
+    tried: set[tuple[str, ...]] = set()
+    for site_fn, mhash, mapping in tvm_bridge.parameter_call_sites(before):
+        if site_fn != fname or mhash not in refuted:
+            continue
+        op, op_inputs = refuted[mhash]
+        fixed = {name: np.asarray(op_inputs.get(f"x{i}")) for i, name in enumerate(mapping)
+                 if name is not None and f"x{i}" in op_inputs}
+        if not fixed or tuple(sorted(fixed)) in tried:
+            continue
+        tried.add(tuple(sorted(fixed)))
+        if any(fixed[n].shape != shapes[n][0] for n in fixed):
+            continue
+        for seed in range(CANDIDATES):
+            rng = np.random.default_rng(seed)
+            inputs = {n: fixed[n] if n in fixed else _fill(*shapes[n], rng) for n in param_names}
+            cex = _shown(before, after, fname, param_names, inputs, assume)
+            if cex is not None:
+                cex.message += f" (inputs lifted from the refuted {op} lemma)"
+                return cex, op
+    return None
+
+
+def _shown(before: Any, after: Any, fname: str, param_names: list[str], inputs: dict[str, Any],
+           assume: tuple[str, ...]) -> Counterexample | None:
+    """The first output element where the target's execution on the VM differs from the
+    IEEE evaluation of the source's specification on `inputs`, on a run the assumptions do
+    not make poison; None otherwise."""
+    if poisoned_inside(before, fname, inputs, assume) is not False:
+        return None
+    try:
+        value, ctx = _ieee_run(before, fname, inputs, value_of=element_value)
+    except (TvtvError, KeyError, NotImplementedError):
+        return None
+    if not z3.is_true(z3.simplify(ctx.well_defined())):
+        return None              # the source is undefined there: anything refines it
+    outs = flatten(value)
+    runs = tvm_bridge.run_vm_isolated({"target": after}, fname, [[inputs[n] for n in param_names]])
+    status, got = runs["target"][0]
+    if status != "ok" or len(got) != len(outs):
+        return None
+    budget = MAX_ELEMENTS
+    for k, (t, g) in enumerate(zip(outs, got)):
+        if tuple(g.shape) != tuple(t.shape):
+            return None
+        for flat in range(min(t.numel, budget)):
+            idx = tuple(int(i) for i in np.unravel_index(flat, t.shape)) if t.shape else ()
+            spec, vm = element_value(t.at(flat), t.dtype), py_value(g[idx])
+            if _differs(spec, vm, assume):
+                cex = Counterexample("value", f"output {k} differs at index {idx}", inputs,
+                                     output=k, index=idx, source_value=spec, target_value=vm)
+                cex.confirmed_by, cex.executed_values = "spec-vs-vm", (spec, vm)
+                return cex
+        budget -= t.numel
+        if budget <= 0:
+            break
+    return None

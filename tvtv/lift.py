@@ -29,6 +29,7 @@ import numpy as np
 import z3
 
 from tvtv.absfp import assumptions
+from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.confirm import _ieee_run, poisoned_inside, py_value
 from tvtv.encode.evaluate import element_value, same_value
 from tvtv.encode.values import flatten
@@ -77,10 +78,13 @@ def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: d
     the operator's name; None when no candidate shows one (see the module doc)."""
     if not refuted or not assumptions.per_operation(assume):
         return None
-    shapes = {p.name: (tuple(int(d) for d in p.ty.shape), np.dtype(str(p.ty.dtype)))
-              for p in before[fname].params if hasattr(p.ty, "shape") and p.ty.shape is not None}
+    try:
+        shapes = {p.name: (tuple(int(d) for d in p.ty.shape), numpy_dtype(str(p.ty.dtype)))
+                  for p in before[fname].params if getattr(p.ty, "shape", None) is not None}
+    except (TypeError, ValueError, KeyError, TvtvError):
+        return None              # a symbolic dimension, or a dtype numpy cannot hold
     if set(shapes) != set(param_names):
-        return None              # a tuple or symbolic parameter: not tried
+        return None              # a tuple parameter: not tried
     tried: set[tuple[str, ...]] = set()
     for site_fn, mhash, mapping in tvm_bridge.parameter_call_sites(before):
         if site_fn != fname or mhash not in refuted:
@@ -112,12 +116,12 @@ def _shown(before: Any, after: Any, fname: str, param_names: list[str], inputs: 
         return None
     try:
         value, ctx = _ieee_run(before, fname, inputs, value_of=element_value)
-    except (TvtvError, KeyError, NotImplementedError):
-        return None
-    if not z3.is_true(z3.simplify(ctx.well_defined())):
-        return None              # the source is undefined there: anything refines it
+        if not z3.is_true(z3.simplify(ctx.well_defined())):
+            return None          # the source is undefined there: anything refines it
+        runs = tvm_bridge.run_vm_isolated({"target": after}, fname, [[inputs[n] for n in param_names]])
+    except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
+        return None              # not evaluated or not run: nothing is claimed
     outs = flatten(value)
-    runs = tvm_bridge.run_vm_isolated({"target": after}, fname, [[inputs[n] for n in param_names]])
     status, got = runs["target"][0]
     if status != "ok" or len(got) != len(outs):
         return None

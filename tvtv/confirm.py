@@ -211,13 +211,13 @@ _POISONED_KEEP = 16
 
 def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tuple[str, ...]
                     ) -> bool | None:
-    """`_poisoned_inside`, remembered for the last few modules and inputs."""
-    key = (tvm_bridge.structural_hash(module), fname, tuple(sorted(assume)),
-           tuple((n, np.asarray(v).dtype.str, np.asarray(v).shape, np.asarray(v).tobytes())
-                 for n, v in sorted(inputs.items()) if not isinstance(v, tuple)),
-           tuple(n for n, v in inputs.items() if isinstance(v, tuple)))
-    if key[-1]:   # tuple inputs: not remembered
+    """`_poisoned_inside`, remembered for the last few modules and inputs (tuple inputs
+    are not remembered)."""
+    if any(isinstance(v, tuple) for v in inputs.values()):
         return _poisoned_inside(module, fname, inputs, assume)
+    arrays = [(n, np.asarray(v)) for n, v in sorted(inputs.items())]
+    key = (tvm_bridge.structural_hash(module), fname, tuple(sorted(assume)),
+           tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in arrays))
     if key not in _POISONED:
         if len(_POISONED) >= _POISONED_KEEP:
             _POISONED.pop(next(iter(_POISONED)))

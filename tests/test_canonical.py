@@ -284,3 +284,23 @@ def test_memo_keeps_its_terms_alive():
         assert s.check() == z3.unsat
     del c
     gc.collect()
+
+
+def test_many_gives_each_term_its_canonical_form():
+    """`many` canonicalizes terms together (shared subterms simplified once): each result
+    means its term, the Or/Eq orders still meet, and different terms stay apart."""
+    x, y, z = z3.BitVecs("x y z", 8)
+    shared = (x + y) * z
+    terms = [z3.If(z3.Or(x == y, shared == 3), shared, x), z3.If(z3.Or(3 == shared, y == x), shared, x),
+             shared + 1, shared - 1, z3.Concat(x, shared)]
+    forms = Canonicalizer().many(terms)
+    assert len(forms) == len(terms)
+    for term, form in zip(terms, forms):
+        s = z3.Solver()
+        s.add(form != term)
+        assert s.check() == z3.unsat
+    assert z3.eq(forms[0], forms[1])
+    assert not z3.eq(forms[2], forms[3])
+    alone = Canonicalizer()
+    assert all(z3.eq(f, alone(t)) for f, t in zip(forms, terms))
+    assert Canonicalizer().many([]) == []

@@ -6,6 +6,8 @@ for (another body, arguments in another order), and a chain of steps must not hi
 broken final module."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import z3
 from tvm.script import ir as I
@@ -619,3 +621,46 @@ def test_max_over_256_elements_gets_its_finite_values_lemma():
                        fp="ieee").results
     assert r.verdict == "counterexample", r.to_dict()
     assert r.counterexample.source_value < 0, r.to_dict()
+
+
+@I.ir_module
+class LargeSoftmax:
+    @R.function
+    def main(x: R.Tensor((3, 5, 7, 11), "float32")) -> R.Tensor((3, 5, 7, 11), "float32"):
+        with R.dataflow():
+            y = R.nn.softmax(x, axis=-1)
+            R.output(y)
+        return y
+
+
+def test_large_output_lemma_is_compared_term_by_term():
+    """A softmax over 1,155 elements (more than `ELEMENT_SPLIT_BOUND`): its finite-values
+    lemma is proved by comparing each element's canonical terms (one query over a symbolic
+    index timed out on such shapes), within a budget grown with the output."""
+    from tvtv import refinement
+    assert LargeSoftmax["main"] is not None
+    n = 3 * 5 * 7 * 11
+    assert refinement.ELEMENT_SPLIT_BOUND < n <= refinement.CANONICAL_BOUND
+    opts = lemmas._lemma_options(Options())
+    sized = lemmas._sized_options(opts, LargeSoftmax)
+    assert sized.budget == pytest.approx(lemmas.LEMMA_BUDGET * n / refinement.ELEMENT_SPLIT_BOUND)
+    assert lemmas._sized_options(opts, Softmax).budget == lemmas.LEMMA_BUDGET
+    found = lemmas.prove_lemmas(LargeSoftmax, Options(assume=("no-nan", "no-inf", "per-operation")))
+    assert found.proved_finite == ["relax.nn.softmax"], found.describe()
+
+
+def test_large_output_with_a_changed_body_is_not_proved():
+    """The twin: x + max instead of x - max in the large softmax's legalization. Every
+    row differs, so the term comparison gives up after `LARGE_DIFFERING` elements for one
+    query over a symbolic index, which times out here: the lemma is not proved (a large
+    output refuted element by element: `test_refinement.py`)."""
+    from tvtv.ir import relax_reader
+    from tvtv.refinement import check_function
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), LargeSoftmax)
+    broken = mutate(target, "x[v_i0, v_i1, v_i2, v_i3] - T_softmax_maxelem[v_i0, v_i1, v_i2]",
+                    "x[v_i0, v_i1, v_i2, v_i3] + T_softmax_maxelem[v_i0, v_i1, v_i2]")
+    opts = lemmas._sized_options(lemmas._lemma_options(Options(fp="ieee")), LargeSoftmax)
+    finite = dataclasses.replace(opts, assume=("no-nan", "no-inf"))
+    src = relax_reader.read_module(LargeSoftmax)
+    r = check_function(src, relax_reader.read_module(broken), "main", finite, "LegalizeOps")
+    assert r.verdict != "proved", r.to_dict()

@@ -301,6 +301,55 @@ def test_signature_change_is_unknown_with_reason():
     assert r.verdict == "unknown" and "signature" in r.reason
 
 
+def _large_add(increment: str):
+    """x + 1 over 40x32 = 1,280 elements (more than `ELEMENT_SPLIT_BOUND`) as a Relax
+    operator, and as a PrimFunc adding `increment` (TVMScript, may read vi and vj)."""
+    script = f"""
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def add(a: T.Buffer((T.int64(40), T.int64(32)), "float32"),
+            out: T.Buffer((T.int64(40), T.int64(32)), "float32")):
+        for i, j in T.grid(T.int64(40), T.int64(32)):
+            with T.sblock("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                out[vi, vj] = a[vi, vj] + {increment}
+
+    @R.function
+    def main(x: R.Tensor((40, 32), "float32")) -> R.Tensor((40, 32), "float32"):
+        cls = Module
+        y = R.call_tir(cls.add, (x,), out_ty=R.Tensor((40, 32), "float32"))
+        return y
+"""
+    from tvtv.ir import tvm_bridge
+    return tvm_bridge.parse_script(script)
+
+
+@I.ir_module
+class LargeAddOne:
+    @R.function
+    def main(x: R.Tensor((40, 32), "float32")) -> R.Tensor((40, 32), "float32"):
+        y = R.add(x, R.const(1.0, "float32"))
+        return y
+
+
+def test_large_output_is_compared_term_by_term_then_refuted_where_it_differs():
+    """An output of 1,280 elements is compared as canonical terms first: the PrimFunc that
+    adds 1 everywhere is proved; one that adds 2 in row 17 only leaves that row's 32
+    elements to the solver, which refutes one of them; one that adds 2 everywhere leaves
+    more than `LARGE_DIFFERING` different elements, and the query over a symbolic index
+    refutes it."""
+    from tvtv import refinement
+    assert refinement.ELEMENT_SPLIT_BOUND < 40 * 32 <= refinement.CANONICAL_BOUND
+    assert verdict(LargeAddOne, _large_add("T.float32(1)"), fp="ieee").verdict == "proved"
+    row = _large_add("T.if_then_else(vi == T.int64(17), T.float32(2), T.float32(1))")
+    r = verdict(LargeAddOne, row, fp="ieee")
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.index[0] == 17
+    r = verdict(LargeAddOne, _large_add("T.float32(2)"), fp="ieee")
+    assert r.verdict == "counterexample", r.to_dict()
+
+
 def test_timeout_is_unknown_never_proved():
     @I.ir_module
     class Assoc:

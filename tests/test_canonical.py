@@ -304,3 +304,86 @@ def test_many_gives_each_term_its_canonical_form():
     alone = Canonicalizer()
     assert all(z3.eq(f, alone(t)) for f, t in zip(forms, terms))
     assert Canonicalizer().many([]) == []
+
+
+def _finite_facts(xs, nan: bool = True, inf: bool = True):
+    """`atom_facts`-style premises: "x is NaN" / "x is ±inf" false for each x."""
+    facts = {}
+    for x in xs:
+        for atom, wanted in ((z3.fpIsNaN(x), nan), (z3.fpIsInf(x), inf)):
+            if wanted:
+                facts[atom.get_id()] = (atom, z3.BoolVal(False))
+    return facts
+
+
+def _means_the_same(c, facts, terms) -> None:
+    for t in terms:
+        s = z3.Solver()
+        s.add(*[z3.Not(atom) for atom, _ in facts.values()], c(t) != t)
+        assert s.check() == z3.unsat, t
+
+
+def test_float_classes_decide_max_from_lowest_finite():
+    """TVM's max loop from -FLT_MAX and the specification's max from -inf meet on finite
+    inputs (IEEE 754: a < -FLT_MAX only for -inf; NaN compares false), also through ite,
+    negation and absolute value, and through min from +FLT_MAX; every form means its term
+    under the premises."""
+    F = z3.Float32()
+    xs = [z3.FP(f"x{k}", F) for k in range(3)]
+    low, high = z3.FPVal(-3.4028234663852886e38, F), z3.FPVal(3.4028234663852886e38, F)
+    ninf = z3.fpMinusInfinity(F)
+
+    def tvm_max(a, b):          # TIR max as measured on the VM: ite(b < a, a, b)
+        return z3.If(z3.fpLT(b, a), a, b)
+
+    def tvm_min(a, b):
+        return z3.If(z3.fpLT(a, b), a, b)
+    loop = low
+    for x in xs:
+        loop = tvm_max(loop, x)
+    padded = tvm_max(tvm_max(loop, low), low)     # a window's padding: max(acc, -FLT_MAX)
+    spec = tvm_max(tvm_max(xs[0], xs[1]), xs[2])
+    # the specification's guard: a NaN or -inf maximum stays -inf
+    guarded = z3.If(z3.And(z3.Not(spec == ninf), z3.Not(spec == z3.fpNaN(F))), spec, ninf)
+    neg = tvm_max(low, -z3.If(z3.fpLT(xs[0], xs[1]), xs[0], xs[1]))
+    absolute = tvm_max(low, z3.fpAbs(xs[2]))
+    lowest = tvm_min(tvm_min(high, xs[0]), xs[1])
+    facts = _finite_facts(xs)
+    c = Canonicalizer(facts)
+    assert z3.eq(c(loop), c(spec))
+    assert z3.eq(c(padded), c(spec))
+    assert z3.eq(c(guarded), c(spec))
+    assert z3.eq(c(neg), c(-z3.If(z3.fpLT(xs[0], xs[1]), xs[0], xs[1])))
+    assert z3.eq(c(absolute), c(z3.fpAbs(xs[2])))
+    assert z3.eq(c(lowest), c(tvm_min(xs[0], xs[1])))
+    _means_the_same(c, facts, [loop, padded, spec, guarded, neg, absolute, lowest])
+
+
+def test_float_classes_keep_what_premises_do_not_decide():
+    """Twins: without no-inf the loop from -FLT_MAX differs at -inf; a sum may overflow to
+    -inf, so max(-FLT_MAX, x + y) is kept; a special numeral keeps its own class."""
+    F = z3.Float32()
+    x, y = z3.FP("x", F), z3.FP("y", F)
+    low, high = z3.FPVal(-3.4028234663852886e38, F), z3.FPVal(3.4028234663852886e38, F)
+
+    def tvm_max(a, b):
+        return z3.If(z3.fpLT(b, a), a, b)
+    only_nan = _finite_facts([x, y], inf=False)
+    c = Canonicalizer(only_nan)
+    assert not z3.eq(c(tvm_max(low, x)), c(x))
+    assert not z3.eq(c(tvm_max(x, low)), c(x))
+    _means_the_same(c, only_nan, [tvm_max(low, x), tvm_max(x, low), z3.fpIsInf(x),
+                                  x == z3.fpMinusInfinity(F)])
+    facts = _finite_facts([x, y])
+    c = Canonicalizer(facts)
+    total = z3.fpAdd(z3.RNE(), x, y)
+    assert not z3.eq(c(tvm_max(low, total)), c(total))
+    assert z3.is_false(c(z3.fpIsNaN(x)))
+    for special, infinite in ((z3.fpMinusInfinity(F), True), (z3.fpPlusInfinity(F), True),
+                              (z3.fpNaN(F), False)):
+        picked = z3.If(z3.fpLT(x, y), x, special)
+        assert not z3.is_false(c(z3.fpIsInf(picked) if infinite else z3.fpIsNaN(picked)))
+        forms = [picked, -picked, z3.fpAbs(picked), z3.fpAbs(-picked)]
+        _means_the_same(c, facts, [z3.fpIsInf(picked), z3.fpIsNaN(picked)]
+                        + [tvm_max(low, f) for f in forms] + [tvm_max(f, low) for f in forms]
+                        + [z3.If(z3.fpLT(f, high), f, high) for f in forms])

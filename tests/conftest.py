@@ -27,11 +27,3 @@ def mutate_re(mod, pattern: str, repl: str, count: int = 1):
 def tmp_module_dir(tmp_path):
     return tmp_path
 
-
-@pytest.fixture(autouse=True)
-def _fresh_exact_budgets():
-    """Each test starts without the operators whose exact lemma attempt ran out of time in
-    earlier tests (`tvtv.lemmas._EXACT_TIMED_OUT` shortens their next attempt)."""
-    from tvtv import lemmas
-    lemmas._EXACT_TIMED_OUT.clear()
-    yield

@@ -249,11 +249,6 @@ def _finite_attempts(options: Any) -> list[Any]:
 # abstract model and timed out at 6 s on the graphs, their finite lemmas 0.1-2.6 s; eight
 # graphs' lemmas took 117 s with the full 6 s first, 55 s with this and IEEE first).
 EXACT_FIRST_BUDGET = 1.5
-# ... and for an operator whose exact attempt ran out of time before in this process (measured
-# on the zero graphs: 33 exact attempts ran out, 56 s of 164 s of lemmas, softmax and
-# log_softmax every time; an exact lemma that holds took at most 0.2 s on those operators).
-EXACT_RETRY_BUDGET = 0.5
-_EXACT_TIMED_OUT: set[str] = set()
 
 
 def _options_key(options: Any) -> tuple[Any, ...]:
@@ -348,8 +343,7 @@ def _attempts(options: Any, opts: Any, op: str = "") -> list[tuple[Any, bool, in
     """(lemma options, conditional, group, up to rounding) for each way a call's lemma is
     tried, in order, until one is proved: exact in the user's float model; under
     per-operation, on finite values (`_finite_attempts`), the exact attempt then cut to
-    `EXACT_FIRST_BUDGET` (`EXACT_RETRY_BUDGET` once it ran out of time for that operator);
-    under op-rounding, both again in
+    `EXACT_FIRST_BUDGET`; under op-rounding, both again in
     the real model (correct up to rounding), first for the `ROUNDED_LEGALIZATIONS`. A
     counterexample on finite values ends its group's finite attempts, as in
     `_finite_attempts`."""
@@ -364,8 +358,7 @@ def _attempts(options: Any, opts: Any, op: str = "") -> list[tuple[Any, bool, in
             out.append((m, False, group, rounded))
             continue
         # the finite attempts follow: a slow exact proof need not be waited for
-        first = EXACT_RETRY_BUDGET if op in _EXACT_TIMED_OUT else EXACT_FIRST_BUDGET
-        short = min(m.budget or first, first)
+        short = min(m.budget or EXACT_FIRST_BUDGET, EXACT_FIRST_BUDGET)
         out.append((dataclasses.replace(m, budget=short, timeout=min(m.timeout, short)),
                     False, group, rounded))
         out += [(f, True, group, rounded)
@@ -398,9 +391,6 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
                     with operator_lemmas(None):     # a lemma is proved from the bodies alone
                         _CACHE[ckey] = _prove_one(op, variants, aopts, conditional=conditional)
                 outcome = _CACHE[ckey]
-                if not conditional and outcome.why.endswith(": unknown") \
-                        and (aopts.budget or math.inf) <= EXACT_FIRST_BUDGET:
-                    _EXACT_TIMED_OUT.add(op)      # the next call's exact attempt is cut shorter
                 first = first or outcome
                 if outcome.lemma is not None and outcome.key is not None:
                     found, rounded = outcome, up_to_rounding

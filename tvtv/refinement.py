@@ -378,10 +378,6 @@ LARGE_DIFFERING = 64
 # own query gets.
 SYMBOLIC_FIRST_BUDGET = 2.0
 MIN_ELEMENT_BUDGET = 1.0
-# Elements of a small output asked alone before that symbolic query (first, middle, last),
-# each with this budget: all decided means the elements are cheap one by one.
-PROBES = 3
-PROBE_BUDGET = 0.25
 
 
 def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.BoolRef, k: int,
@@ -424,29 +420,12 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
         return ask_symbolic(timeout)
     if not differing:
         return None          # every element is the same term on both sides
-    # A few elements alone first, briefly: when each is decided at once, the rest are asked
-    # alone too (a log_softmax lemma's 109 differing elements: 2 ms each, where the symbolic
-    # query below timed out after 2 s, most of the lemma's time on the zero graphs).
-    probes = differing[::max(1, (len(differing) - 1) // (PROBES - 1))][:PROBES] \
-        if len(differing) > PROBES else []
-    quick, probed = True, set()
-    for j, c in probes:
-        try:
-            m = ask([z3.Not(c)], min(timeout, PROBE_BUDGET))
-        except _Timeout:
-            quick = False
-            break
-        if m is not None:
-            return m, j
-        probed.add(j)
-    differing = [(j, c) for j, c in differing if j not in probed]
-    # Else a short symbolic query: when all elements are computed alike it decides them
+    # A short symbolic query first: when all elements are computed alike it decides them
     # at once (a matmul's 48 dot products: 0.4 s symbolic, a 30 s timeout together).
-    if not quick:
-        try:
-            return ask_symbolic(min(timeout, SYMBOLIC_FIRST_BUDGET))
-        except _Timeout:
-            pass
+    try:
+        return ask_symbolic(min(timeout, SYMBOLIC_FIRST_BUDGET))
+    except _Timeout:
+        pass
     # Then each element alone, sharing twice the budget (a max_pool's 336 elements: 0.07 s in
     # all; a fused conv's elements 0.1-0.2 s each)
     deadline = time.perf_counter() + 2 * timeout

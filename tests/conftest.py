@@ -26,4 +26,3 @@ def mutate_re(mod, pattern: str, repl: str, count: int = 1):
 @pytest.fixture
 def tmp_module_dir(tmp_path):
     return tmp_path
-

@@ -82,6 +82,11 @@ class Options:
     # in its live tensors, i.e. check the runs that are not poison only (used to look again
     # for a counterexample after one whose run was poison: `tvtv.api`)
     finite_runs: bool = False
+    # ask a few differing output elements alone before the symbolic-index query, and the
+    # rest alone too when those are cheap (`_differing_index`): set for operator lemmas,
+    # whose elements are computed alike (a whole graph's are not: zero graph 3's second step
+    # went from 5 s to unknown with probes)
+    probe_elements: bool = False
 
     def __post_init__(self) -> None:
         if self.fp not in FP_MODELS:
@@ -378,6 +383,10 @@ LARGE_DIFFERING = 64
 # own query gets.
 SYMBOLIC_FIRST_BUDGET = 2.0
 MIN_ELEMENT_BUDGET = 1.0
+# Under `Options.probe_elements`: elements asked alone before that symbolic query (first,
+# middle, last), each with at most this budget.
+PROBES = 3
+PROBE_BUDGET = 0.25
 
 
 def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.BoolRef, k: int,
@@ -420,12 +429,32 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
         return ask_symbolic(timeout)
     if not differing:
         return None          # every element is the same term on both sides
-    # A short symbolic query first: when all elements are computed alike it decides them
-    # at once (a matmul's 48 dot products: 0.4 s symbolic, a 30 s timeout together).
-    try:
-        return ask_symbolic(min(timeout, SYMBOLIC_FIRST_BUDGET))
-    except _Timeout:
-        pass
+    # Under `probe_elements`, a few elements alone first, briefly: when each is decided at
+    # once and all of them one by one fit in the symbolic query's budget, the rest are asked
+    # alone too (a log_softmax lemma's 109 differing elements: 2 ms each, where the symbolic
+    # query timed out after 2 s; 3.1 s -> 1.0 s).
+    quick = False
+    if _RUN.get().probe_elements and len(differing) > PROBES:
+        quick, probed, spent = True, set(), time.perf_counter()
+        for j, c in differing[::(len(differing) - 1) // (PROBES - 1)][:PROBES]:
+            try:
+                m = ask([z3.Not(c)], min(timeout, PROBE_BUDGET))
+            except _Timeout:
+                quick = False
+                break
+            if m is not None:
+                return m, j
+            probed.add(j)
+        differing = [(j, c) for j, c in differing if j not in probed]
+        each = (time.perf_counter() - spent) / PROBES
+        quick = quick and each * len(differing) <= SYMBOLIC_FIRST_BUDGET
+    # Else a short symbolic query first: when all elements are computed alike it decides
+    # them at once (a matmul's 48 dot products: 0.4 s symbolic, a 30 s timeout together).
+    if not quick:
+        try:
+            return ask_symbolic(min(timeout, SYMBOLIC_FIRST_BUDGET))
+        except _Timeout:
+            pass
     # Then each element alone, sharing twice the budget (a max_pool's 336 elements: 0.07 s in
     # all; a fused conv's elements 0.1-0.2 s each)
     deadline = time.perf_counter() + 2 * timeout

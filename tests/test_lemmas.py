@@ -687,7 +687,8 @@ def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
     """log_softmax over axis 0 of (6, 2, 5, 4), on finite values in IEEE: about half of its
     240 elements differ as terms, each decided in milliseconds. A lemma's check
     (`probe_elements`) asks three of them alone first, finds them cheap and asks the rest
-    alone, with no query over a symbolic output index (it ran out of time after 2 s there);
+    alone, with no query over a symbolic output index (it ran out of time after 2 s there;
+    whether the probes' cost fits depends on the budget, so the test gives a large one);
     without `probe_elements` (a whole graph's check) the symbolic query comes first."""
     from tvtv import refinement
     from tvtv.ir import relax_reader
@@ -700,7 +701,9 @@ def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
         return check(q)
     monkeypatch.setattr(refinement, "_check", recording)
     target = tvm_bridge.apply(passes.get("LegalizeOps").make(), LogSoftmaxAxis0)
-    opts = dataclasses.replace(lemmas._lemma_options(Options(fp="ieee")), assume=("no-nan", "no-inf"))
+    # a generous budget: the element loop's share decides whether the probes' cost fits
+    opts = dataclasses.replace(lemmas._lemma_options(Options(fp="ieee")), assume=("no-nan", "no-inf"),
+                               timeout=10.0, budget=60.0)
     assert opts.probe_elements
     src, tgt = relax_reader.read_module(LogSoftmaxAxis0), relax_reader.read_module(target)
     r = check_function(src, tgt, "main", opts, "LegalizeOps")
@@ -714,5 +717,6 @@ def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
     # log_softmax body end to end)
     broken = mutate(target, "T_softmax_maxelem[v_i1, v_i2, v_i3] - T.log(",
                     "T_softmax_maxelem[v_i1, v_i2, v_i3] + T.log(")
-    r = check_function(src, relax_reader.read_module(broken), "main", opts, "LegalizeOps")
+    lemma_budget = dataclasses.replace(opts, timeout=lemmas.LEMMA_TIMEOUT, budget=lemmas.LEMMA_BUDGET)
+    r = check_function(src, relax_reader.read_module(broken), "main", lemma_budget, "LegalizeOps")
     assert r.verdict != "proved", r.to_dict()

@@ -430,9 +430,10 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     if not differing:
         return None          # every element is the same term on both sides
     # Under `probe_elements`, a few elements alone first, briefly: when each is decided at
-    # once and all of them one by one fit in the symbolic query's budget, the rest are asked
-    # alone too (a log_softmax lemma's 109 differing elements: 2 ms each, where the symbolic
-    # query timed out after 2 s; 3.1 s -> 1.0 s).
+    # once and all of them one by one fit in the budget the loop below has, the rest are
+    # asked alone without the symbolic query (a log_softmax lemma's ~100 differing elements:
+    # 20-30 ms each with the solver's set-up, where the symbolic query timed out after 2 s;
+    # 3.1 s -> 0.9 s).
     quick = False
     if _RUN.get().probe_elements and len(differing) > PROBES:
         quick, probed, spent = True, set(), time.perf_counter()
@@ -447,7 +448,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
             probed.add(j)
         differing = [(j, c) for j, c in differing if j not in probed]
         each = (time.perf_counter() - spent) / PROBES
-        quick = quick and each * len(differing) <= SYMBOLIC_FIRST_BUDGET
+        quick = quick and each * len(differing) <= 2 * timeout
     # Else a short symbolic query first: when all elements are computed alike it decides
     # them at once (a matmul's 48 dot products: 0.4 s symbolic, a 30 s timeout together).
     if not quick:

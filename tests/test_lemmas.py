@@ -686,10 +686,9 @@ class LogSoftmaxAxis0:
 def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
     """log_softmax over axis 0 of (6, 2, 5, 4), on finite values in IEEE: about half of its
     240 elements differ as terms, each decided in milliseconds. A lemma's check
-    (`probe_elements`) asks three of them alone first, finds them cheap and asks the rest
-    alone, with no query over a symbolic output index (it ran out of time after 2 s there;
-    whether the probes' cost fits depends on the budget, so the test gives a large one);
-    without `probe_elements` (a whole graph's check) the symbolic query comes first."""
+    (`probe_elements`) asks three of them alone first and, when they are cheap, the rest
+    alone, without the query over a symbolic output index (it ran out of time after 2 s
+    there); without `probe_elements` (a whole graph's check) the symbolic query comes first."""
     from tvtv import refinement
     from tvtv.ir import relax_reader
     from tvtv.refinement import check_function
@@ -711,7 +710,10 @@ def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
     src, tgt = relax_reader.read_module(LogSoftmaxAxis0), relax_reader.read_module(target)
     r = check_function(src, tgt, "main", opts, "LegalizeOps")
     assert r.verdict == "proved", r.to_dict()
-    assert len(symbolic) > refinement.PROBES and not any(symbolic)
+    # the probes come first; whether the symbolic query is then skipped depends on their
+    # measured cost (alone: all ~100 elements one by one, no symbolic query; late in the full
+    # suite the set-up of a query costs more and the symbolic query follows the probes)
+    assert len(symbolic) > refinement.PROBES and not any(symbolic[:refinement.PROBES])
     symbolic.clear()
     check_function(src, tgt, "main", dataclasses.replace(opts, probe_elements=False), "LegalizeOps")
     assert symbolic and symbolic[0]

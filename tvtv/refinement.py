@@ -508,10 +508,13 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
                                           [t for _, _, v in enc.inputs for t in flatten(v)])
     canon = Canonicalizer(enc.atoms)
     deadline = _DEADLINE.get()
-    # pairs that are one term (Z3 shares equal terms) are equal by construction
-    pairs = [(j, x, y) for j in range(a.numel) for x, y in [(a.at(j), b.at(j))] if not z3.eq(x, y)]
-    for start in range(0, len(pairs), CANON_CHUNK):
-        chunk = pairs[start:start + CANON_CHUNK]
+    for start in range(0, a.numel, CANON_CHUNK):
+        # elements built a chunk at a time (a large output may be given up after one); pairs
+        # that are one term (Z3 shares equal terms) are equal by construction
+        chunk = [(j, x, y) for j in range(start, min(start + CANON_CHUNK, a.numel))
+                 for x, y in [(a.at(j), b.at(j))] if not z3.eq(x, y)]
+        if not chunk:
+            continue
         # canonical forms only save solver calls: with the check's budget spent, the rest
         # go to the solver as they are (whose queries then end the check as a timeout)
         if deadline is None or time.perf_counter() < deadline:

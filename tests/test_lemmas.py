@@ -471,12 +471,14 @@ def test_per_operation_cuts_the_exact_attempt_short_and_tries_ieee_first():
     follow, or precede it for `FINITE_FIRST` operators), and the finite attempts run in IEEE
     before the abstract model; without it the exact attempt keeps the whole lemma budget."""
     per_op = Options(assume=("no-nan", "no-inf", "per-operation"))
-    tried = lemmas._attempts(per_op, lemmas._lemma_options(per_op), "relax.nn.relu")
+    assert "relax.nn.avg_pool2d" not in lemmas.FINITE_FIRST
+    tried = lemmas._attempts(per_op, lemmas._lemma_options(per_op), "relax.nn.avg_pool2d")
     assert [(o.fp, conditional, o.budget) for o, conditional, _, _ in tried] == [
         ("abstract", False, lemmas.EXACT_FIRST_BUDGET),
         ("ieee", True, lemmas.LEMMA_BUDGET), ("abstract", True, lemmas.LEMMA_BUDGET)]
-    # softmax's exact lemma is slow, its finite one quick: those come first
-    assert "relax.nn.softmax" in lemmas.FINITE_FIRST
+    # softmax's exact lemma is slow, its finite one quick; relu's exact lemma is false (TVM's
+    # max drops NaN): their finite attempts come first
+    assert {"relax.nn.softmax", "relax.nn.relu", "relax.nn.max_pool2d"} <= set(lemmas.FINITE_FIRST)
     tried = lemmas._attempts(per_op, lemmas._lemma_options(per_op), "relax.nn.softmax")
     assert [(o.fp, conditional, o.budget) for o, conditional, _, _ in tried] == [
         ("ieee", True, lemmas.LEMMA_BUDGET), ("abstract", True, lemmas.LEMMA_BUDGET),
@@ -485,6 +487,47 @@ def test_per_operation_cuts_the_exact_attempt_short_and_tries_ieee_first():
     tried = lemmas._attempts(plain, lemmas._lemma_options(plain), "relax.nn.softmax")
     assert [(o.fp, conditional, o.budget) for o, conditional, _, _ in tried] == [
         ("abstract", False, lemmas.LEMMA_BUDGET)]
+
+
+@I.ir_module
+class Relu:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        with R.dataflow():
+            y = R.nn.relu(x)
+            R.output(y)
+        return y
+
+
+def test_a_finite_values_lemma_first_is_still_checked_and_used():
+    """relu comes finite-first: its finite lemma is proved and stands for the call, the
+    exact attempt is not made once it is; without per-operation the exact attempt alone
+    runs and is refuted (TVM's max(x, 0) drops NaN)."""
+    per_op = Options(assume=("no-nan", "no-inf", "per-operation"))
+    found = lemmas.prove_lemmas(Relu, per_op)
+    assert found.proved_finite == ["relax.nn.relu"], found.describe()
+    plain = lemmas.prove_lemmas(Relu, Options())
+    assert plain.proved == [] and plain.proved_finite == [], plain.describe()
+    assert any("relax.nn.relu: counterexample" in why for why in plain.not_proved), plain.describe()
+
+
+def test_exact_attempt_skipped_after_a_finite_refutation(monkeypatch):
+    """argmax's lemma is refuted on finite values (a row of -FLT_MAX): the exact lemma,
+    which implies the finite one, is not attempted after that in the same float model."""
+    from tests.test_lift import ArgmaxOfInput
+    tried: list[tuple[str, str, bool]] = []
+    prove_one = lemmas._prove_one
+
+    def spy(op, variants, options, conditional=False):
+        tried.append((op, options.fp, conditional))
+        return prove_one(op, variants, options, conditional=conditional)
+
+    monkeypatch.setattr(lemmas, "_prove_one", spy)
+    monkeypatch.setattr(lemmas, "_CACHE", {})
+    found = lemmas.prove_lemmas(ArgmaxOfInput, Options(assume=("no-nan", "no-inf", "per-operation")))
+    assert [op for op, _ in found.refuted_finite.values()] == ["relax.argmax"]
+    assert [t for t in tried if t[0] == "relax.argmax"] == [("relax.argmax", "ieee", True)], tried
+    assert ("relax.exp", "abstract", False) in tried      # the other call: exact, proved
 
 
 @I.ir_module

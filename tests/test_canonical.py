@@ -387,3 +387,24 @@ def test_float_classes_keep_what_premises_do_not_decide():
         _means_the_same(c, facts, [z3.fpIsInf(picked), z3.fpIsNaN(picked)]
                         + [tvm_max(low, f) for f in forms] + [tvm_max(f, low) for f in forms]
                         + [z3.If(z3.fpLT(f, high), f, high) for f in forms])
+
+
+def test_ieee_multiplication_and_division_by_one_fold():
+    """`x * 1`, `1 * x` and `x / 1` are x for every IEEE value (NaN, ±inf, ±0 included) and
+    become x's canonical form; the twins keep their terms: division by 2.0, `1 / x`, and
+    multiplication by a value that is not the numeral 1.0."""
+    x, y = z3.FPs("x y", z3.Float32())
+    rm = z3.RNE()
+    one, two = z3.FPVal(1.0, z3.Float32()), z3.FPVal(2.0, z3.Float32())
+    c = Canonicalizer()
+    folded = [z3.fpMul(rm, x, one), z3.fpMul(rm, one, x), z3.fpDiv(rm, x, one),
+              z3.fpDiv(z3.RTZ(), z3.fpAdd(rm, x, y), one)]
+    for term, want in zip(folded, [x, x, x, z3.fpAdd(rm, x, y)]):
+        form = c(term)
+        assert z3.eq(form, c(want)), term
+        s = z3.Solver()
+        s.add(z3.Not(term == form))        # Z3's = on floats: the same value, NaN = NaN
+        assert s.check() == z3.unsat, term
+    for term in (z3.fpDiv(rm, x, two), z3.fpDiv(rm, one, x), z3.fpMul(rm, x, y),
+                 z3.fpMul(rm, x, z3.FPVal(-1.0, z3.Float32()))):
+        assert not z3.eq(c(term), c(x)), term

@@ -187,6 +187,13 @@ class _FloatClasses:
         return None
 
 
+# IEEE multiplication and division by 1.0 are exact on every value (IEEE 754 5.4.1: the
+# result is x rounded, and x is representable; x * 1 keeps x's sign, ±inf stays ±inf, NaN
+# stays NaN): `fp.mul(rm, x, 1.0)`, `fp.mul(rm, 1.0, x)` and `fp.div(rm, x, 1.0)` are x.
+# Z3's simplifier leaves them (measured: an adaptive_avg_pool2d whose windows are single
+# elements, `(0 + x) / 1` against TVM's `0 + x`, 288 elements, unknown after 6 s in IEEE).
+_BY_ONE = {z3.Z3_OP_FPA_MUL, z3.Z3_OP_FPA_DIV}
+
 # operators `_FloatClasses.decide` may rewrite
 _DECIDABLE = {z3.Z3_OP_FPA_IS_NAN, z3.Z3_OP_FPA_IS_INF, z3.Z3_OP_EQ, z3.Z3_OP_FPA_LT, z3.Z3_OP_ITE}
 
@@ -214,6 +221,8 @@ class Canonicalizer:
         self._decided: set[int] = set()
         self._ctx: z3.Context | None = None
         self._held: list[Any] = []      # raw pointers this canonicalizer holds a reference to
+        self._ones: dict[int, int] = {}     # float sort id -> id of its numeral 1.0
+        self._one_terms: list[z3.ExprRef] = []   # those numerals, kept alive
         self._classes: _FloatClasses | None = None
 
     def __del__(self) -> None:
@@ -259,6 +268,19 @@ class Canonicalizer:
         out = self(batch(*terms))
         return [out.arg(k) for k in range(len(terms))]
 
+    def _by_one(self, ref: Any, kind: int, kids: list[Any]) -> Any | None:
+        """x for `fp.mul(rm, x, 1.0)`, `fp.mul(rm, 1.0, x)` and `fp.div(rm, x, 1.0)` (see
+        `_BY_ONE`); None otherwise."""
+        if len(kids) != 3:
+            return None
+        assert self._ctx is not None
+        rm, a, b = kids
+        if _is_fp_one(self._ctx, ref, b, self._ones, self._one_terms):
+            return a
+        if kind == z3.Z3_OP_FPA_MUL and _is_fp_one(self._ctx, ref, a, self._ones, self._one_terms):
+            return b
+        return None
+
     def _canon(self, root: z3.ExprRef) -> z3.ExprRef:
         # post-order with an explicit stack: fused graphs nest thousands of terms deep,
         # beyond Python's recursion limit
@@ -301,6 +323,10 @@ class Canonicalizer:
                 form = e
             else:
                 form = self._hold(ref, _rebuild(ref, e, kind, kids))
+            if kind in _BY_ONE:
+                unit = self._by_one(ref, kind, kids)
+                if unit is not None:
+                    form = unit
             if classes is not None and kind in _DECIDABLE:
                 simpler = classes.decide(kind, kids)
                 if simpler is not None:
@@ -308,6 +334,20 @@ class Canonicalizer:
                     decided.add(key)
             memo[key] = form
         return z3.z3._to_expr_ref(memo[_ID(ref, root.as_ast())], root.ctx)
+
+
+def _is_fp_one(ctx: z3.Context, ref: Any, e: Any, ones: dict[int, int], keep: list) -> bool:
+    """Is the raw term `e` the float numeral 1.0 of its sort?"""
+    if _KIND(ref, e) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
+            or _DECL_KIND(ref, _DECL(ref, e)) != z3.Z3_OP_FPA_NUM:
+        return False
+    sort = _SORT(ref, e)
+    sid = _SORT_ID(ref, sort)
+    if sid not in ones:
+        one = z3.simplify(z3.FPVal(1.0, z3.FPSortRef(sort, ctx), ctx))
+        keep.append(one)
+        ones[sid] = one.get_id()
+    return _ID(ref, e) == ones[sid]
 
 
 def _rebuild(ref: Any, e: Any, kind: int, kids: list[Any]) -> Any:

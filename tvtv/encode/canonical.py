@@ -273,13 +273,25 @@ class Canonicalizer:
         `_BY_ONE`); None otherwise."""
         if len(kids) != 3:
             return None
-        assert self._ctx is not None
         rm, a, b = kids
-        if _is_fp_one(self._ctx, ref, b, self._ones, self._one_terms):
+        if self._is_one(ref, b):
             return a
-        if kind == z3.Z3_OP_FPA_MUL and _is_fp_one(self._ctx, ref, a, self._ones, self._one_terms):
+        if kind == z3.Z3_OP_FPA_MUL and self._is_one(ref, a):
             return b
         return None
+
+    def _is_one(self, ref: Any, e: Any) -> bool:
+        """Is the raw term `e` the float numeral 1.0 of its sort?"""
+        if _KIND(ref, e) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
+                or _DECL_KIND(ref, _DECL(ref, e)) != z3.Z3_OP_FPA_NUM:
+            return False
+        sid = _SORT_ID(ref, _SORT(ref, e))
+        if sid not in self._ones:
+            assert self._ctx is not None
+            one = z3.simplify(z3.FPVal(1.0, z3.FPSortRef(_SORT(ref, e), self._ctx), self._ctx))
+            self._one_terms.append(one)
+            self._ones[sid] = one.get_id()
+        return _ID(ref, e) == self._ones[sid]
 
     def _canon(self, root: z3.ExprRef) -> z3.ExprRef:
         # post-order with an explicit stack: fused graphs nest thousands of terms deep,
@@ -334,20 +346,6 @@ class Canonicalizer:
                     decided.add(key)
             memo[key] = form
         return z3.z3._to_expr_ref(memo[_ID(ref, root.as_ast())], root.ctx)
-
-
-def _is_fp_one(ctx: z3.Context, ref: Any, e: Any, ones: dict[int, int], keep: list) -> bool:
-    """Is the raw term `e` the float numeral 1.0 of its sort?"""
-    if _KIND(ref, e) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
-            or _DECL_KIND(ref, _DECL(ref, e)) != z3.Z3_OP_FPA_NUM:
-        return False
-    sort = _SORT(ref, e)
-    sid = _SORT_ID(ref, sort)
-    if sid not in ones:
-        one = z3.simplify(z3.FPVal(1.0, z3.FPSortRef(sort, ctx), ctx))
-        keep.append(one)
-        ones[sid] = one.get_id()
-    return _ID(ref, e) == ones[sid]
 
 
 def _rebuild(ref: Any, e: Any, kind: int, kids: list[Any]) -> Any:

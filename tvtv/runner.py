@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from tvtv.errors import InputError
+from tvtv.ir import npz
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Result
 
 CRASH_HOOK, SEGFAULT_HOOK = "TVTV_TEST_CRASH_CASE", "TVTV_TEST_SEGFAULT_CASE"
@@ -165,23 +166,21 @@ def unflatten_inputs(flat: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def save_inputs(path: Path, inputs: dict[str, Any]) -> None:
-    np.savez(path, **flatten_inputs(inputs))
+    npz.savez(path, **flatten_inputs(inputs))
 
 
 def load_inputs(path: Path) -> dict[str, Any]:
-    with np.load(path) as data:
-        return unflatten_inputs({k: data[k] for k in data.files})
+    return unflatten_inputs(npz.load(path))
 
 
 def _inputs_blob(inputs: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
-    np.savez(buf, **flatten_inputs(inputs))
+    npz.savez(buf, **flatten_inputs(inputs))
     return buf.getvalue()
 
 
 def _inputs_from_blob(blob: bytes) -> dict[str, Any]:
-    with np.load(io.BytesIO(blob)) as data:
-        return unflatten_inputs({k: data[k] for k in data.files})
+    return unflatten_inputs(npz.load(io.BytesIO(blob)))
 
 
 def save_case(out: Path, result: Result, before: Any, after: Any) -> None:

@@ -22,6 +22,7 @@ import tvm_ffi
 from tvm import relax
 
 from tvtv.errors import InputError
+from tvtv.ir import npz
 
 IRModule = tvm.ir.IRModule
 _METADATA_RE = re.compile(r'metadata\["ir\.GenericConst"\]\[(\d+)\]')
@@ -83,8 +84,8 @@ def load_module(path: str | os.PathLike) -> IRModule:
     consts: list[np.ndarray] = []
     cp = consts_path(p)
     if cp.exists():
-        with np.load(cp) as data:
-            consts = [data[f"c{i}"] for i in range(len(data.files))]
+        data = npz.load(cp)
+        consts = [data[f"c{i}"] for i in range(len(data))]
     elif _METADATA_RE.search(text):
         raise InputError(f"{p}: refers to tensor constants (metadata[...]) but {cp.name} "
                          f"is missing beside it")
@@ -147,7 +148,7 @@ def save_module(mod: IRModule, path: str | os.PathLike) -> Path:
     p.write_text(script)
     cp = consts_path(p)
     if arrays:
-        np.savez(cp, **{f"c{i}": a for i, a in enumerate(arrays)})
+        npz.savez(cp, **{f"c{i}": a for i, a in enumerate(arrays)})
     elif cp.exists():
         cp.unlink()
     return p
@@ -389,7 +390,7 @@ def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[S
 
     with tempfile.TemporaryDirectory(prefix="tvtv-vm-") as tmp:
         folder = Path(tmp)
-        np.savez(folder / "inputs.npz", **{f"s{j}_a{i}": np.asarray(a) for j, inputs in enumerate(input_sets)
+        npz.savez(folder / "inputs.npz", **{f"s{j}_a{i}": np.asarray(a) for j, inputs in enumerate(input_sets)
                                           for i, a in enumerate(inputs)})
         for name, mod in mods.items():
             save_module(mod, folder / f"{name}.py")
@@ -406,8 +407,8 @@ def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[S
             for j in range(len(input_sets)):
                 out, err = folder / f"{name}.s{j}.out.npz", folder / f"{name}.s{j}.error.txt"
                 if out.exists():
-                    with np.load(out) as data:
-                        entries.append(("ok", [data[f"o{i}"] for i in range(len(data.files))]))
+                    data = npz.load(out)
+                    entries.append(("ok", [data[f"o{i}"] for i in range(len(data))]))
                 elif err.exists():
                     entries.append(("error", err.read_text()))
                 else:

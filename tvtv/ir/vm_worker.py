@@ -17,11 +17,11 @@ import numpy as np
 
 def main(argv: list[str]) -> int:
     folder, func, nsets, names = Path(argv[0]), argv[1], int(argv[2]), argv[3:]
-    from tvtv.ir import tvm_bridge
+    from tvtv.ir import npz, tvm_bridge
 
-    with np.load(folder / "inputs.npz") as data:
-        sets = [[data[k] for k in sorted((k for k in data.files if k.startswith(f"s{j}_")),
-                                         key=lambda k: int(k.split("_a")[1]))] for j in range(nsets)]
+    data = npz.load(folder / "inputs.npz")
+    sets = [[data[k] for k in sorted((k for k in data if k.startswith(f"s{j}_")),
+                                     key=lambda k: int(k.split("_a")[1]))] for j in range(nsets)]
     for name in names:
         try:
             exe = tvm_bridge.build_vm(tvm_bridge.load_module(folder / f"{name}.py"))
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         for j, inputs in enumerate(sets):
             try:
                 outs = tvm_bridge.run_built(exe, func, inputs)
-                np.savez(folder / f"{name}.s{j}.out.npz", **{f"o{i}": o for i, o in enumerate(outs)})
+                npz.savez(folder / f"{name}.s{j}.out.npz", **{f"o{i}": o for i, o in enumerate(outs)})
             except Exception as err:  # reported to the parent, which decides what it means
                 (folder / f"{name}.s{j}.error.txt").write_text(_last_line(err))
     return 0

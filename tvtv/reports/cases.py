@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from tvtv.ir import npz
 from tvtv.report import Result
 
 
@@ -25,8 +26,7 @@ def load_inputs(path: Path) -> dict[str, Any]:
     try:
         from tvtv.runner import load_inputs as runner_load_inputs
     except ImportError:
-        with np.load(path) as data:
-            return {k: data[k] for k in data.files}
+        return npz.load(path)
     return runner_load_inputs(path)
 
 
@@ -40,6 +40,6 @@ def save_case(out_dir: str | Path, result: Result, before: Any, after: Any) -> P
     tvm_bridge.save_module(after, folder / "after.py")
     cex = result.counterexample
     if cex is not None:
-        np.savez(folder / "inputs.npz", **{k: np.asarray(v) for k, v in cex.inputs.items()
+        npz.savez(folder / "inputs.npz", **{k: np.asarray(v) for k, v in cex.inputs.items()
                                            if not isinstance(v, tuple)})
     return folder

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tvtv.ir import npz
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result, json_scalar
 from tvtv.reports import cases
 from tvtv.reports.grouping import Finding, Group, group_findings, short_op
@@ -105,7 +106,7 @@ def _write_case(folder: Path, m: Any) -> None:
     tvm_bridge.save_module(m.after, folder / "after.py")
     cex = m.result.counterexample
     if cex is not None:
-        np.savez(folder / "inputs.npz", **{k: np.asarray(v) for k, v in cex.inputs.items()
+        npz.savez(folder / "inputs.npz", **{k: np.asarray(v) for k, v in cex.inputs.items()
                                            if not isinstance(v, tuple)})
     (folder / "result.json").write_text(json.dumps(
         {**m.result.to_dict(), "minimized_from_ops": m.original_ops, "ops": m.ops,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tvtv.ir import tvm_bridge
+from tvtv.ir import npz, tvm_bridge
 from tvtv.report import json_scalar
 
 _TEMPLATE = '''#!/usr/bin/env python3
@@ -34,6 +34,7 @@ import io
 import math
 import sys
 
+import ml_dtypes
 import numpy as np
 import tvm
 import tvm.script
@@ -54,8 +55,13 @@ SPEC = {spec!r}
 def arrays(blob):
     if not blob:
         return []
+    # an array stored as `a3@bfloat16` holds the bits of an ml_dtypes array (tvtv.ir.npz)
+    out = {{}}
     with np.load(io.BytesIO(base64.b64decode(blob))) as data:
-        return [data[k] for k in sorted(data.files, key=lambda k: int(k[1:]))]
+        for key in data.files:
+            name, _, dtype = key.partition("@")
+            out[int(name[1:])] = data[key].view(np.dtype(getattr(ml_dtypes, dtype))) if dtype else data[key]
+    return [out[i] for i in sorted(out)]
 
 
 def parse(text, consts):
@@ -137,7 +143,7 @@ def _npz_b64(arrays: list[np.ndarray]) -> str:
     if not arrays:
         return ""
     buf = io.BytesIO()
-    np.savez(buf, **{f"a{i}": np.asarray(a) for i, a in enumerate(arrays)})
+    npz.savez(buf, **{f"a{i}": np.asarray(a) for i, a in enumerate(arrays)})
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import z3
 
+from tvtv.absfp import special
 from tvtv.absfp.abstract import AbstractModel
 from tvtv.absfp.ieee import IEEEModel
 from tvtv.absfp.width import magnitude_bits
@@ -164,3 +165,38 @@ def test_width_grows_with_observed_values():
 
     assert magnitude_bits([prog(10)])[0] < magnitude_bits([prog(100000)])[0]
     assert magnitude_bits([prog(100000)])[0] >= math.ceil(math.log2(200000))
+
+
+BOUNDED = sorted(n for n, r in special.UNARY_RULES.items() if r.bound is not None)
+
+
+@pytest.mark.parametrize("model_cls", [lambda: AbstractModel(8), IEEEModel])
+@pytest.mark.parametrize("fname", BOUNDED)
+def test_bounded_functions_stay_in_their_range(model_cls, fname):
+    """tanh, sigmoid, erf, sin, cos of any finite float32: never NaN/inf and
+    within ±bound (sigmoid within [0, 1]), for every interpretation of the uninterpreted
+    function (the range was measured on TVM's code, tests/test_tir_conformance.py)."""
+    model = model_cls()
+    dom = model.domain("float32")
+    x = dom.var("x")
+    r = dom.unary(fname, x)
+    bound = dom.const(special.UNARY_RULES[fname].bound)
+    outside = z3.Or(dom.is_nan(r), dom.lt(bound, r), dom.lt(r, dom.neg(bound)))
+    finite = z3.And(z3.Not(dom.is_nan(x)), z3.Not(dom.is_inf(x)))   # sin(inf) is NaN
+    assert solve(model, z3.And(finite, outside)) == z3.unsat
+    low = dom.const(0.0) if special.UNARY_RULES[fname].nonneg else dom.neg(bound)
+    # the bound is attained-or-not freely inside: any value in range is possible
+    assert solve(model, z3.And(dom.lt(dom.const(0.25), r), dom.lt(r, bound))) == z3.sat
+    assert solve(model, z3.And(dom.le(low, r), dom.lt(r, dom.const(0.25)))) == z3.sat
+
+
+@pytest.mark.parametrize("model_cls", [lambda: AbstractModel(8), IEEEModel])
+def test_unbounded_functions_and_dtypes_keep_any_value(model_cls):
+    """The twins: exp and sinh have no bound, and float64 (not run exhaustively on the VM,
+    `special.BOUND_DTYPES`) keeps tanh unbounded, so a value above 1 stays possible."""
+    for fname, dtype in [("exp", "float32"), ("sinh", "float32"), ("tanh", "float64")]:
+        model = model_cls()
+        dom = model.domain(dtype)
+        x = dom.var("x")
+        r = dom.unary(fname, x)
+        assert solve(model, z3.And(z3.Not(dom.is_nan(x)), dom.lt(dom.const(1.0), r))) == z3.sat, (fname, dtype)

@@ -798,3 +798,33 @@ def test_adaptive_pool_of_single_element_windows_needs_no_solver(monkeypatch):
     found = lemmas.prove_lemmas(AdaptiveIdentity, Options(assume=("no-nan", "no-inf", "per-operation")))
     assert found.proved_finite == ["relax.nn.adaptive_avg_pool2d"], found.describe()
     assert differing and differing[0] == 0, differing
+
+
+@I.ir_module
+class ArgmaxOfBounded:
+    """Zero graph 29's first output: argmax over tanh. argmax's lemma is refuted on finite
+    values (TVM gives -1 on a row of -FLT_MAX), but tanh and sigmoid never reach -FLT_MAX
+    (their measured range, `UnaryRule.bound`), so TVM's loop and the specification agree."""
+
+    @R.function
+    def main(x1: R.Tensor((1,), dtype="float32"), x2: R.Tensor((2, 3), dtype="float32")) -> R.Tuple(R.Tensor((1,), dtype="int64"), R.Tensor((2,), dtype="int64")):
+        with R.dataflow():
+            v1 = R.tanh(x1)
+            v2 = R.argmax(v1, axis=None, keepdims=True)
+            v3 = R.sigmoid(x2)
+            v4 = R.negative(v3)
+            v5 = R.argmin(v4, axis=1)
+            R.output(v2, v5)
+        return (v2, v5)
+
+
+ZERO_FLAGS = ["no-nan", "no-inf", "no-signed-zeros", "per-operation", "op-rounding"]
+
+
+def test_argmax_of_a_bounded_function_is_proved(monkeypatch):
+    (r,) = tvtv.check_pass("zero", ArgmaxOfBounded, assume=ZERO_FLAGS).results
+    assert r.verdict == "proved", r.reason
+    # the twin: without the range facts tanh(x1) may be -FLT_MAX, and argmax's -1 shows
+    monkeypatch.setattr("tvtv.absfp.special.BOUND_DTYPES", frozenset())
+    (r,) = tvtv.check_pass("zero", ArgmaxOfBounded, assume=ZERO_FLAGS).results
+    assert r.verdict != "proved"

@@ -9,10 +9,13 @@ import numpy as np
 import pytest
 import tvm
 import z3
-from tvm import te
+from tvm import relax, te
 
+from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.absfp.ieee import IEEEModel, fp_value
+from tvtv.absfp.special import BOUND_DTYPES, UNARY_RULES
 from tvtv.encode.tir import intrinsics
+from tvtv.ir import tvm_bridge
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3.4028235e38,
                      -3.4028235e38, 0.5, -2.5, 1e-45], dtype=np.float32)
@@ -166,3 +169,42 @@ def test_override_is_the_function_of_the_argument_without_zero_sign(name):
     s = z3.Solver()
     s.add(z3.Not(DOM.same(intrinsics.call(DOM, name, [x]), want)))
     assert s.check() == z3.unsat
+
+
+BOUNDED = sorted(n for n, r in UNARY_RULES.items() if r.bound is not None)
+
+
+def _finite_values(dtype: str) -> np.ndarray:
+    """Every finite value of a 16-bit dtype; for float32 every 4099th bit pattern of either
+    sign (about a million values; all 2^32 were run once, `special.BOUND_DTYPES`) and the
+    extremes."""
+    if dtype == "float32":
+        bits = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32)
+        a = np.concatenate([bits.view(np.float32),
+                            np.array([3.4028235e38, -3.4028235e38, 1e-45, -1e-45, 88.7, -88.7,
+                                      9.0, -9.0], dtype=np.float32)])
+    else:
+        a = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(numpy_dtype(dtype))
+    return a[np.isfinite(a.astype(np.float32))]
+
+
+@pytest.mark.parametrize("dtype", sorted(BOUND_DTYPES))
+def test_bounded_functions_stay_in_range_on_the_vm(dtype):
+    """The range facts the encoding assumes (`UnaryRule.bound`: |tanh|, |erf|, |sin|, |cos|
+    ≤ 1, sigmoid in [0, 1], never NaN on a finite argument) hold for TVM's legalized
+    operators on the VM."""
+    a = _finite_values(dtype)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((len(a),), dtype))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            outs = [bb.emit(getattr(relax.op, n)(x)) for n in BOUNDED]
+            gv = bb.emit_output(relax.Tuple(outs))
+        bb.emit_func_output(gv)
+    results = tvm_bridge.run_vm(relax.transform.LegalizeOps()(bb.get()), "main", [a])
+    for name, r in zip(BOUNDED, results):
+        r = r.astype(np.float64)
+        bound = UNARY_RULES[name].bound
+        low = 0.0 if UNARY_RULES[name].nonneg else -bound
+        assert not np.isnan(r).any(), (name, a[np.isnan(r)][:5])
+        assert r.max() <= bound and r.min() >= low, (name, r.min(), r.max())

@@ -246,16 +246,17 @@ class AbstractFloats(ScalarDomain):
         rule = special.UNARY_RULES.get(fname)
         if rule is None:
             raise Unsupported(f"float function {fname}")
-        mx = self.mag(x)
         f = self._uf(fname, self.sort, self.sort)
+        bounded = self._bounded if rule.bound is not None and self.dtype in special.BOUND_DTYPES \
+            else (lambda h, _: h)
         if rule.odd:
             # f(-x) = -f(x); the sign of f(|x|) itself is free (sin(6.1) < 0).
-            h = f(self.abs(x))
+            h = bounded(f(self.abs(x)), rule.bound)
             general = z3.If(self.negative(x), self.neg(h), h)
         elif rule.nonneg:
-            general = self.mk(0, self.mag(f(x)))
+            general = bounded(self.mk(0, self.mag(f(x))), rule.bound)
         else:
-            general = f(x)
+            general = bounded(f(x), rule.bound)
         if rule.nan_below_zero:
             general = z3.If(self.negative(x), self.nan(), general)
         cases = {
@@ -268,6 +269,14 @@ class AbstractFloats(ScalarDomain):
             cases["+1"] = x == self.mk(0, one)
             cases["-1"] = x == self.mk(1, one)
         return self.with_specials(rule.specials, cases, x, general)
+
+    def _bounded(self, h, bound: float):
+        """`h` with a magnitude above `bound`'s (NaN and inf included) replaced by `bound`'s,
+        sign kept. Over every interpretation of the function inside `h` these are exactly
+        the functions into [-bound, bound]: the rule's range fact without an axiom."""
+        top = self.const_mag(bound)
+        m = self.mag(h)
+        return self.mk(self.sign(h), z3.If(z3.ULE(m, top), m, top))
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:

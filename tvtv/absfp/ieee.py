@@ -96,12 +96,15 @@ class IEEEFloats(ScalarDomain):
         if rule is None:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, 1)
+        bounded = self._bounded if rule.bound is not None and self.dtype in special.BOUND_DTYPES \
+            else (lambda h, _: h)
         if rule.odd:
-            general = z3.If(z3.fpIsNegative(x), z3.fpNeg(f(z3.fpAbs(x))), f(z3.fpAbs(x)))
+            h = bounded(f(z3.fpAbs(x)), rule.bound)
+            general = z3.If(z3.fpIsNegative(x), z3.fpNeg(h), h)
         elif rule.nonneg:
-            general = z3.fpAbs(f(x))
+            general = bounded(z3.fpAbs(f(x)), rule.bound)
         else:
-            general = f(x)
+            general = bounded(f(x), rule.bound)
         if rule.nan_below_zero:
             general = z3.If(z3.fpIsNegative(x), self.nan(), general)
         cases = {
@@ -111,6 +114,13 @@ class IEEEFloats(ScalarDomain):
             "+1": x == self.const(1.0), "-1": x == self.const(-1.0),
         }
         return self.with_specials(rule.specials, cases, x, general)
+
+    def _bounded(self, h, bound: float):
+        """`h` where |h| ≤ `bound`, else `bound` (NaN and ±inf included): over every
+        interpretation of the function inside `h`, exactly the functions into
+        [-bound, bound], so the rule's range fact needs no axiom."""
+        top = self.const(bound)
+        return z3.If(z3.fpLEQ(z3.fpAbs(h), top), h, top)
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:

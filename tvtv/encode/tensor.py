@@ -27,8 +27,21 @@ _live: list[tuple[z3.BitVecRef, int | None]] = []
 EXPAND_BOUND = 64
 
 
+# idx's numerals by value: an encoding asks for the same few indices over and over (21,581
+# calls in zero graph 1's check), and each new z3py numeral costs several C calls and a
+# wrapper; the terms are immutable, so one per value serves every caller
+_IDX: dict[int, z3.BitVecRef] = {}
+_IDX_KEEP = 1 << 16
+
+
 def idx(value: int) -> z3.BitVecRef:
-    return z3.BitVecVal(value, INDEX_BITS)
+    """The index numeral `value` (modulo 2^32) in the main Z3 context."""
+    term = _IDX.get(value)
+    if term is None:
+        term = z3.BitVecVal(value, INDEX_BITS)
+        if len(_IDX) < _IDX_KEEP:
+            _IDX[value] = term
+    return term
 
 
 def lambda_over_index(body: Callable[[z3.BitVecRef], z3.ExprRef], bound: int | None = None) -> z3.ArrayRef:

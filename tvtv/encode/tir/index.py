@@ -41,7 +41,7 @@ class Ix:
 
 def constant(v: int) -> Ix:
     _fits(v, v, "constant")
-    return Ix(z3.BitVecVal(v % (1 << INDEX_BITS), INDEX_BITS), v, v)
+    return Ix(idx(v % (1 << INDEX_BITS)), v, v)
 
 
 def _fits(lo: int, hi: int, what: str) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import z3
 
-from tvtv.encode.evaluate import element_value, libm_truth, libm_value, materialize, same_value
+from tvtv.encode.evaluate import exact_value, libm_truth, libm_value, materialize, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
@@ -94,7 +94,7 @@ def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool =
     """(value, encode context) of `module`'s function `fname` on concrete `inputs` in the IEEE
     model: Relax ops by their specification, PrimFunc bodies encoded. With `keep_live`, the
     context's `live_values` holds the function's live bindings' tensors. With `value_of`
-    (`element_value` or `libm_value`), each binding's tensor whose elements it evaluates is
+    (`exact_value` or `libm_value`), each binding's tensor whose elements it evaluates is
     made a constant (`tvtv.encode.evaluate.materialize`)."""
     from tvtv.absfp.ieee import IEEEModel
     from tvtv.encode.context import EncodeContext
@@ -118,7 +118,8 @@ def ieee_element(module: Any, fname: str, inputs: dict[str, Any], output: int,
                  index: tuple[int, ...]) -> tuple[bool, Any]:
     """Evaluate `module`'s function `fname` on concrete `inputs` in the IEEE model (Relax ops
     by their specification, PrimFunc bodies encoded) and return (known, value) of element
-    `index` of output `output`. `known` is False when the element depends on an
+    `index` of output `output`. Float sums count when every summation order gives one value
+    (`tvtv.encode.evaluate.exact_value`). `known` is False when the element depends on an
     uninterpreted function, the function is undefined there, or something is unsupported."""
     from tvtv.encode.values import flatten
 
@@ -131,7 +132,7 @@ def ieee_element(module: Any, fname: str, inputs: dict[str, Any], output: int,
         if not z3.is_true(z3.simplify(ctx.well_defined())):
             return False, None
         flat = int(np.ravel_multi_index(index, t.shape)) if t.shape else 0
-        v = element_value(t.at(flat), t.dtype)
+        v = exact_value(t.at(flat), t.dtype)
         return (v is not None), v
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
         return False, None

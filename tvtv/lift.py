@@ -15,8 +15,9 @@ execution shows it, as any counterexample must:
   under per-operation no tensor its outputs are computed from holds a NaN/inf
   (`tvtv.confirm.poisoned_inside`);
 - the target runs on the TVM VM, and an output element differs from the specification's
-  value where that value is a numeral (one depending on exp, tanh, ... is skipped: numpy's
-  libm may differ from TVM's in the last ulp) and not poison under the assumptions.
+  value where that value is a numeral (a float sum counts when every summation order gives
+  one value; one depending on exp, tanh, ... is skipped: numpy's libm may differ from TVM's
+  in the last ulp) and not poison under the assumptions.
 It is then a counterexample confirmed `spec-vs-vm`; otherwise nothing is claimed and the
 ordinary check runs.
 """
@@ -31,7 +32,7 @@ import z3
 from tvtv.absfp import assumptions
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.confirm import _ieee_run, poisoned_inside, py_value
-from tvtv.encode.evaluate import element_value, same_value
+from tvtv.encode.evaluate import exact_value, same_value
 from tvtv.encode.values import flatten
 from tvtv.errors import TvtvError
 from tvtv.ir import tvm_bridge
@@ -115,7 +116,7 @@ def _shown(before: Any, after: Any, fname: str, param_names: list[str], inputs: 
     if poisoned_inside(before, fname, inputs, assume) is not False:
         return None
     try:
-        value, ctx = _ieee_run(before, fname, inputs, value_of=element_value)
+        value, ctx = _ieee_run(before, fname, inputs, value_of=exact_value)
         if not z3.is_true(z3.simplify(ctx.well_defined())):
             return None          # the source is undefined there: anything refines it
         runs = tvm_bridge.run_vm_isolated({"target": after}, fname, [[inputs[n] for n in param_names]])
@@ -131,7 +132,7 @@ def _shown(before: Any, after: Any, fname: str, param_names: list[str], inputs: 
             return None
         for flat in range(min(t.numel, budget)):
             idx = tuple(int(i) for i in np.unravel_index(flat, t.shape)) if t.shape else ()
-            spec, vm = element_value(t.at(flat), t.dtype), py_value(g[idx])
+            spec, vm = exact_value(t.at(flat), t.dtype), py_value(g[idx])
             if _differs(spec, vm, assume):
                 cex = Counterexample("value", f"output {k} differs at index {idx}", inputs,
                                      output=k, index=idx, source_value=spec, target_value=vm)

@@ -154,15 +154,145 @@ def libm_truth(term: z3.BoolRef) -> bool | None:
 def _libm_resolve(term: z3.ExprRef, done: Any) -> z3.ExprRef | None:
     """`term` simplified, with the function applications on numerals replaced by their
     values, round by round, until `done(term)`; None if it stays open."""
+    return _resolve(term, done, lambda v: [(a, _libm_apply(a)) for a in _libm_apps(v)])
+
+
+def _resolve(term: z3.ExprRef, done: Any, values: Any) -> z3.ExprRef | None:
+    """`term` simplified, with the applications `values(term)` gives as (application, its
+    value) substituted, round by round, until `done(term)`; None if it stays open."""
     v = z3.simplify(term)
     for _ in range(LIBM_ROUNDS):
         if done(v):
             return v
-        apps = _libm_apps(v)
-        if not apps:
+        pairs = values(v)
+        if not pairs:
             return None
-        v = z3.simplify(z3.substitute(v, *[(a, _libm_apply(a)) for a in apps]))
+        v = z3.simplify(z3.substitute(v, *pairs))
     return None
+
+
+# Sums of up to this many terms are evaluated in every summation order: every binary tree of
+# roundings (commutative: (2n-3)!! trees, 10,395 for 7), memoized by the subset of terms
+# summed, giving up once a subset's sums take more than ORDER_VALUES_CAP values.
+ORDER_TREES_UPTO = 7
+ORDER_VALUES_CAP = 256
+# numpy adds these dtypes with one IEEE rounding per operation (float16 and bfloat16 go
+# through float32 and round twice, so their trees are not evaluated)
+_ONE_ROUNDING = {"float32": np.float32, "float64": np.float64}
+
+
+def order_free_sum(values: Sequence[float], dtype: str) -> float | None:
+    """The value every summation order of `values` gives in `dtype` (each an IEEE
+    round-to-nearest-even sum, in any order and grouping), or None when two orders differ,
+    or it cannot be told. A reduction's specification leaves the order open, so only such a
+    value is *the* specification's value: TVM's loop, in index order, may give any of them.
+
+    Up to ORDER_TREES_UPTO terms (float32, float64) every tree is evaluated. Beyond, the sum
+    is order-free when it is exact in every order: all terms finite and integer multiples of
+    2^e, with sum(|t|) < 2^(e + precision) and ≤ the dtype's largest value, so that every
+    partial sum is a representable multiple of 2^e. An exact zero sum is +0 unless every
+    term is -0 (IEEE 754 §6.3: x + (-x) = +0 in round-to-nearest, -0 + -0 = -0)."""
+    vals = [float(v) for v in values]
+    if not vals:
+        return None
+    if len(vals) <= ORDER_TREES_UPTO and dtype in _ONE_ROUNDING:
+        return _every_tree(vals, _ONE_ROUNDING[dtype])
+    return _exact_sum(vals, dtype)
+
+
+def _every_tree(vals: list[float], kind: Any) -> float | None:
+    terms = [kind(v) for v in vals]
+    memo: dict[int, dict[Any, Any]] = {}
+
+    def key(x: Any) -> Any:
+        return "nan" if np.isnan(x) else x.tobytes()
+
+    def sums(mask: int) -> dict[Any, Any] | None:
+        if mask in memo:
+            return memo[mask]
+        if mask & (mask - 1) == 0:
+            t = terms[mask.bit_length() - 1]
+            memo[mask] = {key(t): t}
+            return memo[mask]
+        low = mask & -mask
+        rest = mask ^ low
+        out: dict[Any, Any] = {}
+        sub = rest
+        while True:   # the part holding the lowest term, and the nonempty rest
+            a, b = sub | low, mask ^ (sub | low)
+            if b:
+                sa, sb = sums(a), sums(b)
+                if sa is None or sb is None:
+                    return None
+                for x in sa.values():
+                    for y in sb.values():
+                        s = x + y
+                        out[key(s)] = s
+                if len(out) > ORDER_VALUES_CAP:
+                    return None
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        memo[mask] = out
+        return out
+
+    with np.errstate(all="ignore"):
+        found = sums((1 << len(terms)) - 1)
+    if found is None or len(found) != 1:
+        return None
+    return float(next(iter(found.values())))
+
+
+def _exact_sum(vals: list[float], dtype: str) -> float | None:
+    from fractions import Fraction
+    if not all(math.isfinite(v) for v in vals):
+        return None
+    info = np.finfo(numpy_dtype(dtype))
+    nonzero = [Fraction(v) for v in vals if v != 0.0]
+    if not nonzero:
+        return -0.0 if all(math.copysign(1.0, v) < 0 for v in vals) else 0.0
+    # e: the largest power of two every term is an integer multiple of
+    e = min((f.numerator & -f.numerator).bit_length() - 1 - (f.denominator.bit_length() - 1)
+            for f in nonzero)
+    magnitude = sum(abs(f) for f in nonzero)
+    if magnitude >= Fraction(2) ** (e + info.nmant + 1) or magnitude > Fraction(float(info.max)):
+        return None
+    total = sum(nonzero)
+    return float(total) if total != 0 else 0.0   # exact: float() of a representable value
+
+
+def _order_free_sums(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """(application, value) of the uninterpreted float sums of numerals in `term` that every
+    summation order gives one value (`order_free_sum`)."""
+    seen: set[int] = set()
+    found: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        m = _REDUCTION_UF.match(t.decl().name()) if t.num_args() else None
+        terms = _reduction_terms(t) if m is not None and m.group(1) == "sum" else None
+        if terms is not None:
+            assert m is not None
+            dtype = m.group(2)
+            value = order_free_sum([fp_value(x, dtype) for x in terms], dtype)
+            if value is not None:
+                found.append((t, _fp_numeral(value, dtype, t.sort())))
+                continue
+        stack.extend(t.children())
+    return found
+
+
+def exact_value(term: z3.ExprRef, dtype: str) -> Any:
+    """`element_value`, with the uninterpreted float sums in `term` whose terms are numerals
+    and that every summation order gives one value replaced by that value
+    (`order_free_sum`): the value of a closed IEEE-model term as every run computes it,
+    whatever order its sums take. None when something else stays open (exp, an opaque
+    PrimFunc, a sum whose orders differ). Sound for confirming a counterexample."""
+    v = _resolve(term, lambda v: element_value(v, dtype) is not None, _order_free_sums)
+    return None if v is None else element_value(v, dtype)
 
 
 # tensors above this many elements are not materialized (a constant is a chain of stores)

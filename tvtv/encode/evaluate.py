@@ -15,7 +15,7 @@ import numpy as np
 import z3
 
 from tvtv.absfp.abstract import round_to
-from tvtv.absfp.dtypes import numpy_dtype
+from tvtv.absfp.dtypes import FLOAT_FORMATS, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel, fp_value
 from tvtv.absfp.interface import FloatModel
 from tvtv.encode import registry
@@ -247,7 +247,7 @@ def _exact_sum(vals: list[float], dtype: str) -> float | None:
     from fractions import Fraction
     if not all(math.isfinite(v) for v in vals):
         return None
-    info = np.finfo(numpy_dtype(dtype))
+    fmt = FLOAT_FORMATS[dtype]      # sbits: the significand's bits, the hidden one included
     nonzero = [Fraction(v) for v in vals if v != 0.0]
     if not nonzero:
         return -0.0 if all(math.copysign(1.0, v) < 0 for v in vals) else 0.0
@@ -255,7 +255,7 @@ def _exact_sum(vals: list[float], dtype: str) -> float | None:
     e = min((f.numerator & -f.numerator).bit_length() - 1 - (f.denominator.bit_length() - 1)
             for f in nonzero)
     magnitude = sum(abs(f) for f in nonzero)
-    if magnitude >= Fraction(2) ** (e + info.nmant + 1) or magnitude > Fraction(float(info.max)):
+    if magnitude >= Fraction(2) ** (e + fmt.sbits) or magnitude > Fraction(fmt.max_value):
         return None
     total = sum(nonzero)
     return float(total) if total != 0 else 0.0   # exact: float() of a representable value

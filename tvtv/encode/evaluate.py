@@ -77,24 +77,32 @@ def _reduction_terms(app: z3.ExprRef) -> list[z3.ExprRef] | None:
     return terms if len(terms) == n and all(z3.is_fp_value(t) for t in terms) else None
 
 
-def _libm_apps(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The IEEE model's function applications in `term` whose arguments are all numerals."""
+def _outermost(term: z3.ExprRef, value_of: Any) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """(application, value) for the outermost applications in `term` that `value_of` gives a
+    value (a numeral term; None: look inside instead), each shared subterm visited once."""
     seen: set[int] = set()
-    found: list[z3.ExprRef] = []
+    found: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     stack = [term]
     while stack:
         t = stack.pop()
         if t.get_id() in seen or not z3.is_app(t):
             continue
         seen.add(t.get_id())
-        m = _IEEE_UF.match(t.decl().name()) if t.num_args() else None
-        if m and m.group(1) in _LIBM and all(z3.is_fp_value(a) for a in t.children()):
-            found.append(t)
-        elif t.num_args() and _reduction_terms(t) is not None:
-            found.append(t)
+        value = value_of(t) if t.num_args() else None
+        if value is not None:
+            found.append((t, value))
         else:
             stack.extend(t.children())
     return found
+
+
+def _libm_value_of(t: z3.ExprRef) -> z3.ExprRef | None:
+    """numpy's value of an IEEE-model function application, or of a float sum or product,
+    on numerals (`_libm_apply`); None for anything else."""
+    m = _IEEE_UF.match(t.decl().name())
+    if m and m.group(1) in _LIBM and all(z3.is_fp_value(a) for a in t.children()):
+        return _libm_apply(t)
+    return _libm_apply(t) if _reduction_terms(t) is not None else None
 
 
 def _libm_apply(app: z3.ExprRef) -> z3.ExprRef:
@@ -154,7 +162,7 @@ def libm_truth(term: z3.BoolRef) -> bool | None:
 def _libm_resolve(term: z3.ExprRef, done: Any) -> z3.ExprRef | None:
     """`term` simplified, with the function applications on numerals replaced by their
     values, round by round, until `done(term)`; None if it stays open."""
-    return _resolve(term, done, lambda v: [(a, _libm_apply(a)) for a in _libm_apps(v)])
+    return _resolve(term, done, lambda v: _outermost(v, _libm_value_of))
 
 
 def _resolve(term: z3.ExprRef, done: Any, values: Any) -> z3.ExprRef | None:
@@ -261,28 +269,16 @@ def _exact_sum(vals: list[float], dtype: str) -> float | None:
     return float(total) if total != 0 else 0.0   # exact: float() of a representable value
 
 
-def _order_free_sums(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
-    """(application, value) of the uninterpreted float sums of numerals in `term` that every
-    summation order gives one value (`order_free_sum`)."""
-    seen: set[int] = set()
-    found: list[tuple[z3.ExprRef, z3.ExprRef]] = []
-    stack = [term]
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        m = _REDUCTION_UF.match(t.decl().name()) if t.num_args() else None
-        terms = _reduction_terms(t) if m is not None and m.group(1) == "sum" else None
-        if terms is not None:
-            assert m is not None
-            dtype = m.group(2)
-            value = order_free_sum([fp_value(x, dtype) for x in terms], dtype)
-            if value is not None:
-                found.append((t, _fp_numeral(value, dtype, t.sort())))
-                continue
-        stack.extend(t.children())
-    return found
+def _order_free_value_of(t: z3.ExprRef) -> z3.ExprRef | None:
+    """The value of an uninterpreted float sum of numerals that every summation order gives
+    (`order_free_sum`); None for anything else."""
+    m = _REDUCTION_UF.match(t.decl().name())
+    terms = _reduction_terms(t) if m is not None and m.group(1) == "sum" else None
+    if m is None or terms is None:
+        return None
+    dtype = m.group(2)
+    value = order_free_sum([fp_value(x, dtype) for x in terms], dtype)
+    return None if value is None else _fp_numeral(value, dtype, t.sort())
 
 
 def exact_value(term: z3.ExprRef, dtype: str) -> Any:
@@ -291,7 +287,8 @@ def exact_value(term: z3.ExprRef, dtype: str) -> Any:
     (`order_free_sum`): the value of a closed IEEE-model term as every run computes it,
     whatever order its sums take. None when something else stays open (exp, an opaque
     PrimFunc, a sum whose orders differ). Sound for confirming a counterexample."""
-    v = _resolve(term, lambda v: element_value(v, dtype) is not None, _order_free_sums)
+    v = _resolve(term, lambda v: element_value(v, dtype) is not None,
+                 lambda v: _outermost(v, _order_free_value_of))
     return None if v is None else element_value(v, dtype)
 
 

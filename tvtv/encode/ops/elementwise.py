@@ -468,7 +468,9 @@ def encode_unary_function(ctx: EncodeContext, call: OpCall, args: list) -> objec
     """Float functions with the special values of absfp/special.py (rsqrt(-0.) = -inf, sigmoid(±0) = 0.5), else uninterpreted; under per-operation no-signed-zeros tanh and atanh see -0 as +0, as TVM's code does.
 
     sqrt is exact in the IEEE model; elsewhere the functions are uninterpreted, constrained by
-    the table's odd / nonneg / NaN-below-zero flags (measured against numpy by the tests).
+    the table's odd / nonneg / NaN-below-zero flags (measured against numpy by the tests) and
+    its range bounds (tanh, erf, sin, cos in [-1, 1], sigmoid in [0, 1] on finite arguments in
+    float16/bfloat16/float32, measured on TVM's code).
     Ints and bool are unsupported (Relax's type inference rejects them).
     """
     x = tensor_arg(args, 0, call)

@@ -247,16 +247,15 @@ class AbstractFloats(ScalarDomain):
         if rule is None:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, self.sort, self.sort)
-        bounded = self._bounded if rule.bound is not None and self.dtype in special.BOUND_DTYPES \
-            else (lambda h, _: h)
+        top = special.bound(rule, self.dtype)
         if rule.odd:
             # f(-x) = -f(x); the sign of f(|x|) itself is free (sin(6.1) < 0).
-            h = bounded(f(self.abs(x)), rule.bound)
+            h = self._bounded(f(self.abs(x)), top)
             general = z3.If(self.negative(x), self.neg(h), h)
         elif rule.nonneg:
-            general = bounded(self.mk(0, self.mag(f(x))), rule.bound)
+            general = self._bounded(self.mk(0, self.mag(f(x))), top)
         else:
-            general = bounded(f(x), rule.bound)
+            general = self._bounded(f(x), top)
         if rule.nan_below_zero:
             general = z3.If(self.negative(x), self.nan(), general)
         cases = {
@@ -270,10 +269,13 @@ class AbstractFloats(ScalarDomain):
             cases["-1"] = x == self.mk(1, one)
         return self.with_specials(rule.specials, cases, x, general)
 
-    def _bounded(self, h, bound: float):
+    def _bounded(self, h, bound: float | None):
         """`h` with a magnitude above `bound`'s (NaN and inf included) replaced by `bound`'s,
-        sign kept. Over every interpretation of the function inside `h` these are exactly
-        the functions into [-bound, bound]: the rule's range fact without an axiom."""
+        sign kept (`h` itself when there is no bound). Over every interpretation of the
+        function inside `h` these are exactly the functions into [-bound, bound]: the rule's
+        range fact without an axiom."""
+        if bound is None:
+            return h
         top = self.const_mag(bound)
         m = self.mag(h)
         return self.mk(self.sign(h), z3.If(z3.ULE(m, top), m, top))

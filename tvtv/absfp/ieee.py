@@ -96,15 +96,14 @@ class IEEEFloats(ScalarDomain):
         if rule is None:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, 1)
-        bounded = self._bounded if rule.bound is not None and self.dtype in special.BOUND_DTYPES \
-            else (lambda h, _: h)
+        top = special.bound(rule, self.dtype)
         if rule.odd:
-            h = bounded(f(z3.fpAbs(x)), rule.bound)
+            h = self._bounded(f(z3.fpAbs(x)), top)
             general = z3.If(z3.fpIsNegative(x), z3.fpNeg(h), h)
         elif rule.nonneg:
-            general = bounded(z3.fpAbs(f(x)), rule.bound)
+            general = self._bounded(z3.fpAbs(f(x)), top)
         else:
-            general = bounded(f(x), rule.bound)
+            general = self._bounded(f(x), top)
         if rule.nan_below_zero:
             general = z3.If(z3.fpIsNegative(x), self.nan(), general)
         cases = {
@@ -115,10 +114,12 @@ class IEEEFloats(ScalarDomain):
         }
         return self.with_specials(rule.specials, cases, x, general)
 
-    def _bounded(self, h, bound: float):
-        """`h` where |h| ≤ `bound`, else `bound` (NaN and ±inf included): over every
-        interpretation of the function inside `h`, exactly the functions into
-        [-bound, bound], so the rule's range fact needs no axiom."""
+    def _bounded(self, h, bound: float | None):
+        """`h` where |h| ≤ `bound`, else `bound` (NaN and ±inf included; `h` itself when
+        there is no bound): over every interpretation of the function inside `h`, exactly the
+        functions into [-bound, bound], so the rule's range fact needs no axiom."""
+        if bound is None:
+            return h
         top = self.const(bound)
         return z3.If(z3.fpLEQ(z3.fpAbs(h), top), h, top)
 

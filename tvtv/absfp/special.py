@@ -86,6 +86,12 @@ UNARY_RULES: dict[str, UnaryRule] = {
 # results stay unbounded.
 BOUND_DTYPES = frozenset({"float16", "bfloat16", "float32"})
 
+
+def bound(rule: UnaryRule, dtype: str) -> float | None:
+    """The range bound `rule` gives its function's results in `dtype`, or None where it
+    gives none (no bound, or a dtype outside BOUND_DTYPES)."""
+    return rule.bound if dtype in BOUND_DTYPES else None
+
 # Binary functions left uninterpreted (besides the arithmetic that each model handles itself).
 # pow follows C99 F.9.4.4: pow(x, ±0) = 1 for any x (even NaN); pow(+1, y) = 1 for any y.
 BINARY_UF = ("pow", "atan2", "fmod", "log_add_exp")

@@ -101,12 +101,14 @@ def _libm_value_of(t: z3.ExprRef) -> z3.ExprRef | None:
     on numerals (`_libm_apply`); None for anything else."""
     m = _IEEE_UF.match(t.decl().name())
     if m and m.group(1) in _LIBM and all(z3.is_fp_value(a) for a in t.children()):
-        return _libm_apply(t)
-    return _libm_apply(t) if _reduction_terms(t) is not None else None
+        return _libm_apply(t, None)
+    terms = _reduction_terms(t)
+    return _libm_apply(t, terms) if terms is not None else None
 
 
-def _libm_apply(app: z3.ExprRef) -> z3.ExprRef:
-    terms = _reduction_terms(app)
+def _libm_apply(app: z3.ExprRef, terms: list[z3.ExprRef] | None) -> z3.ExprRef:
+    """numpy's value of `app`: a float sum or product of `terms` (its numerals), or with
+    `terms` None an IEEE-model function of numerals."""
     if terms is not None:    # a sum or product, in double precision, rounded once
         m = _REDUCTION_UF.match(app.decl().name())
         assert m is not None

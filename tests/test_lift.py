@@ -2,8 +2,9 @@
 evaluation they rest on (materialized bindings, `libm_truth`).
 
 TVM's argmax gives -1 for a row of -FLT_MAX (docs/findings.md): its lemma is refuted on finite
-values, and where argmax reads a graph parameter the graph shows it on the lemma's inputs. The
-twins: argmax of a computed value is not lifted (nothing claimed, the ordinary check runs), and
+values, and where argmax reads a graph parameter the graph shows it on the lemma's inputs;
+where it reads a computed value, on inputs solved for (tvtv/preimage.py). The twins: argmax of
+tanh is not lifted (no input reaches -FLT_MAX: nothing claimed, the ordinary check runs), and
 a run whose other parameters make a NaN inside is not taken."""
 from __future__ import annotations
 
@@ -68,11 +69,46 @@ def test_argmax_lemma_refuted_on_finite_values_is_lifted_to_the_graph():
     assert poisoned_inside(ArgmaxOfInput, "main", cex.inputs, PER_OP) is False
 
 
-def test_argmax_of_a_computed_value_is_not_lifted():
+def test_argmax_of_tanh_is_not_lifted():
+    """The pre-image is sought, but no input makes tanh -FLT_MAX (its range fact)."""
     found = lemmas.prove_lemmas(ArgmaxOfTanh, Options(assume=PER_OP))
     assert found.refuted_finite        # the lemma is refuted ...
     assert lift.lift(ArgmaxOfTanh, _legalized(ArgmaxOfTanh), "main", ["x"],
-                     found.refuted_finite, PER_OP) is None   # ... but x does not reach argmax
+                     found.refuted_finite, PER_OP) is None   # ... but no x reaches it
+
+
+@I.ir_module
+class ArgmaxOfMatmul:
+    """Zero graph 29's shape: argmax over 2 * (exp(x) @ wᵀ)."""
+    @R.function
+    def main(x: R.Tensor((8,), "float32"), w: R.Tensor((4, 8), "float32"),
+             z: R.Tensor((3,), "float32")):
+        with R.dataflow():
+            e = R.exp(x)
+            wt = R.permute_dims(w, axes=[1, 0])
+            m = R.matmul(e, wt)
+            s = R.add(m, m)
+            a = R.argmax(s, axis=None, keepdims=False)
+            t = R.multiply(z, z)
+            R.output(a, t)
+        return (a, t)
+
+
+def test_argmax_of_a_computed_value_is_lifted_through_its_preimage():
+    """The argmax reads 2 * (exp(x) @ wᵀ): inputs are solved for so that it gets a row of
+    -FLT_MAX, and execution shows TVM's -1 against the specification's 0."""
+    (r,) = tvtv.verify(ArgmaxOfMatmul, _legalized(ArgmaxOfMatmul), pass_name="LegalizeOps",
+                       assume=list(PER_OP)).results
+    assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
+    cex = r.counterexample
+    assert "solved for so that the refuted relax.argmax lemma's inputs reach it" in cex.message
+    assert any(lift.PREIMAGE in line for line in r.levels)
+    assert cex.confirmed_by == "spec-vs-vm" and cex.executed_values == (0, -1)
+    x, w = cex.inputs["x"], cex.inputs["w"]
+    m = np.exp(x.astype(np.float64)).astype(np.float32) @ w.T
+    assert ((m + m) == -FLT_MAX).all()
+    assert np.isfinite(cex.inputs["z"]).all()        # a seeded filling: not read by argmax
+    assert poisoned_inside(ArgmaxOfMatmul, "main", cex.inputs, PER_OP) is False
 
 
 def test_a_candidate_whose_run_is_poison_is_not_taken():
@@ -136,7 +172,7 @@ def test_a_bfloat16_parameter_is_filled_and_run_on_the_vm():
     lifted = lift.lift(ArgmaxBeside16Bit, _legalized(ArgmaxBeside16Bit), "main", ["x", "h"],
                        found.refuted_finite, PER_OP)
     assert lifted is not None
-    cex, op = lifted
-    assert op == "relax.argmax" and cex.confirmed_by == "spec-vs-vm"
+    cex, op, how = lifted
+    assert op == "relax.argmax" and cex.confirmed_by == "spec-vs-vm" and how == lift.PARAMETERS
     assert cex.inputs["h"].dtype == ml_dtypes.bfloat16
     assert cex.executed_values == (0, -1)

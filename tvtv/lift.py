@@ -35,11 +35,16 @@ from tvtv.confirm import _ieee_run, poisoned_inside, py_value
 from tvtv.encode.evaluate import exact_value, same_value
 from tvtv.encode.values import flatten
 from tvtv.errors import TvtvError
-from tvtv.ir import tvm_bridge
+from tvtv import preimage
+from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.report import Counterexample
 
 # seeded fillings tried for the parameters the refuted call does not read
 CANDIDATES = 3
+# how a lifted counterexample's inputs were found (printed with the verdict)
+PARAMETERS = ("its inputs at the graph's parameters, seeded values elsewhere")
+PREIMAGE = ("graph inputs solved for (IEEE model, cvc5) so that the call's computed "
+            "arguments equal its inputs, seeded values elsewhere")
 # output elements compared at most (the specification is evaluated element by element)
 MAX_ELEMENTS = 4096
 
@@ -72,11 +77,12 @@ def _differs(spec: Any, got: Any, assume: tuple[str, ...]) -> bool:
 
 
 def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: dict[int, tuple[str, dict[str, Any]]],
-         assume: tuple[str, ...]) -> tuple[Counterexample, str] | None:
+         assume: tuple[str, ...]) -> tuple[Counterexample, str, str] | None:
     """A counterexample of `after` against `before`'s function `fname`, confirmed
     `spec-vs-vm`, built from an operator lemma refuted on finite values (`refuted`:
-    single-operator module hash -> (operator, its counterexample's inputs x0, x1, ...)), and
-    the operator's name; None when no candidate shows one (see the module doc)."""
+    single-operator module hash -> (operator, its counterexample's inputs x0, x1, ...)), the
+    operator's name and how its inputs were reached (`PARAMETERS` or `PREIMAGE`); None when
+    no candidate shows one (see the module doc)."""
     if not refuted or not assumptions.per_operation(assume):
         return None
     try:
@@ -98,13 +104,43 @@ def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: d
         tried.add(tuple(sorted(fixed)))
         if any(fixed[n].shape != shapes[n][0] for n in fixed):
             continue
-        for seed in range(CANDIDATES):
-            rng = np.random.default_rng(seed)
-            inputs = {n: fixed[n] if n in fixed else _fill(*shapes[n], rng) for n in param_names}
-            cex = _shown(before, after, fname, param_names, inputs, assume)
-            if cex is not None:
-                cex.message += f" (inputs lifted from the refuted {op} lemma)"
-                return cex, op
+        cex = _candidates(before, after, fname, param_names, shapes, fixed, assume)
+        if cex is not None:
+            cex.message += f" (inputs lifted from the refuted {op} lemma)"
+            return cex, op, PARAMETERS
+    # the refuted call reads computed values: graph inputs that make them the lemma's inputs
+    prog = None
+    for site in tvm_bridge.operator_call_sites(before):
+        if site.function != fname or site.module_hash not in refuted or all(site.params) \
+                or None in site.vars or tuple(site.vars) in tried:
+            continue
+        tried.add(tuple(site.vars))
+        op, op_inputs = refuted[site.module_hash]
+        if any(f"x{i}" not in op_inputs for i in range(len(site.vars))):
+            continue
+        prog = prog or relax_reader.read_module(before)
+        solved = preimage.preimage(prog, fname, site.vars,
+                                   [np.asarray(op_inputs[f"x{i}"]) for i in range(len(site.vars))])
+        if solved is None:
+            continue
+        cex = _candidates(before, after, fname, param_names, shapes, solved, assume)
+        if cex is not None:
+            cex.message += f" (inputs solved for so that the refuted {op} lemma's inputs reach it)"
+            return cex, op, PREIMAGE
+    return None
+
+
+def _candidates(before: Any, after: Any, fname: str, param_names: list[str],
+                shapes: dict[str, tuple[tuple[int, ...], np.dtype]], fixed: dict[str, np.ndarray],
+                assume: tuple[str, ...]) -> Counterexample | None:
+    """The first of `CANDIDATES` seeded fillings of the parameters not in `fixed` on which
+    execution shows a difference (`_shown`), or None."""
+    for seed in range(CANDIDATES):
+        rng = np.random.default_rng(seed)
+        inputs = {n: fixed[n] if n in fixed else _fill(*shapes[n], rng) for n in param_names}
+        cex = _shown(before, after, fname, param_names, inputs, assume)
+        if cex is not None:
+            return cex
     return None
 
 

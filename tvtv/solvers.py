@@ -15,7 +15,7 @@ the verdict reports instead of trusting either, as mlir-tv's "inconsistent outpu
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 import z3
 
@@ -151,15 +151,41 @@ def to_smtlib(facts: Sequence[z3.BoolRef]) -> str:
 
 def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult:
     """cvc5's answer to the conjunction of `facts` (unknown on timeout or parse failure)."""
+    return _run_cvc5(facts, timeout)[0]
+
+
+def cvc5_bits(facts: Sequence[z3.BoolRef], timeout: float) -> dict[str, int] | None:
+    """When cvc5 finds the conjunction of `facts` satisfiable: the bits of its model's value
+    of each float or bit-vector constant (by name); None otherwise. (cvc5 decides some FP
+    queries in seconds where Z3 times out after a minute: `tvtv.preimage`.)"""
+    answer, slv, sm = _run_cvc5(facts, timeout, models=True)
+    if answer != z3.sat:
+        return None
+    bits: dict[str, int] = {}
+    for term in sm.getDeclaredTerms():
+        v = slv.getValue(term)
+        if v.isFloatingPointValue():
+            v = v.getFloatingPointValue()[2]
+        if v.isBitVectorValue():
+            bits[term.getSymbol()] = int(v.getBitVectorValue(2), 2)
+        elif v.isBooleanValue():
+            bits[term.getSymbol()] = int(v.getBooleanValue())
+    return bits
+
+
+def _run_cvc5(facts: Sequence[z3.BoolRef], timeout: float, models: bool = False) -> tuple[z3.CheckSatResult, Any, Any]:
+    """(cvc5's answer, its solver, its symbol manager) for the conjunction of `facts`."""
     import cvc5
 
     try:
         text = to_smtlib(facts)
     except Unsupported:
-        return z3.unknown
+        return z3.unknown, None, None
     tm = cvc5.TermManager()
     slv = cvc5.Solver(tm)
     slv.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+    if models:
+        slv.setOption("produce-models", "true")
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(slv, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "tvtv")
@@ -173,6 +199,5 @@ def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult
             if out.strip():
                 answer = out.strip()
     except RuntimeError:
-        return z3.unknown
-    return {"sat": z3.sat, "unsat": z3.unsat}.get(answer, z3.unknown)
-
+        return z3.unknown, None, None
+    return {"sat": z3.sat, "unsat": z3.unsat}.get(answer, z3.unknown), slv, sm

@@ -14,7 +14,7 @@ import os
 import re
 import runpy
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import tvm
@@ -288,18 +288,32 @@ def _variants(e: Any) -> list[IRModule] | None:
     return variants
 
 
-def parameter_call_sites(mod: IRModule) -> list[tuple[str, int, list[str | None]]]:
-    """(function name, structural hash of the call's first single-operator module, and for
-    each of that module's parameters the name of the function parameter passed there, or
-    None) for each operator call in a public Relax function's own bindings that takes one of
-    the function's parameters as an argument (`tvtv.lift`)."""
-    sites: list[tuple[str, int, list[str | None]]] = []
+class CallSite(NamedTuple):
+    """An operator call in a public Relax function's own bindings (`tvtv.lift`): the
+    function's name, the structural hash of the call's first single-operator module, and for
+    each of that module's parameters the name of the function parameter passed there
+    (`params`, None for a computed value or a constant) and the name of the variable passed
+    there, parameter or binding (`vars`, None for a constant)."""
+
+    function: str
+    module_hash: int
+    params: list[str | None]
+    vars: list[str | None]
+
+
+def operator_call_sites(mod: IRModule) -> list[CallSite]:
+    """Every operator call with a single-operator module in the public Relax functions' own
+    bindings (`CallSite`), in binding order."""
+    sites: list[CallSite] = []
     for gv, fn in mod.functions.items():
         if not isinstance(fn, relax.Function) or fn.attrs is None \
                 or "global_symbol" not in fn.attrs:
             continue
         def name_of(a: Any, params: Any = fn.params) -> str | None:
             return next((p.name for p in params if a.same_as(p)), None)
+
+        def var_of(a: Any) -> str | None:
+            return a.name if isinstance(a, tvm.ir.Var) else None
 
         for block in fn.body.blocks:
             for binding in block.bindings:
@@ -308,17 +322,25 @@ def parameter_call_sites(mod: IRModule) -> list[tuple[str, int, list[str | None]
                 if variants is None:
                     continue
                 keep = any(_scalar_const(a) for a in e.args) and len(variants) > 1
-                mapping: list[str | None] = []
+                slots: list[Any] = []
                 for a in e.args:
                     if keep and _scalar_const(a):
                         continue
                     if _tensor_arg(a):
-                        mapping.append(name_of(a))
+                        slots.append(a)
                     elif isinstance(a, tvm.ir.Tuple) and all(_tensor_arg(f) for f in a.fields):
-                        mapping.extend(name_of(f) for f in a.fields)
-                if any(mapping):
-                    sites.append((gv.name_hint, int(tvm_ffi.structural_hash(variants[0])), mapping))
+                        slots.extend(a.fields)
+                sites.append(CallSite(gv.name_hint, int(tvm_ffi.structural_hash(variants[0])),
+                                      [name_of(a) for a in slots], [var_of(a) for a in slots]))
     return sites
+
+
+def parameter_call_sites(mod: IRModule) -> list[tuple[str, int, list[str | None]]]:
+    """(function name, structural hash of the call's first single-operator module, and for
+    each of that module's parameters the name of the function parameter passed there, or
+    None) for each operator call in a public Relax function's own bindings that takes one of
+    the function's parameters as an argument (`tvtv.lift`)."""
+    return [(s.function, s.module_hash, s.params) for s in operator_call_sites(mod) if any(s.params)]
 
 
 def is_pass(obj: Any) -> bool:

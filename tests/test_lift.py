@@ -18,7 +18,8 @@ import tvtv
 from tvtv import lemmas, lift, passes
 from tvtv.absfp.ieee import IEEEModel
 from tvtv.confirm import _ieee_run, poisoned_inside
-from tvtv.encode.evaluate import element_value, encode_op, libm_truth, libm_value
+from tvtv.encode.evaluate import (element_value, encode_op, exact_value, libm_truth, libm_value,
+                                  values_of)
 from tvtv.ir import program as P
 from tvtv.ir import tvm_bridge
 from tvtv.refinement import Options
@@ -132,6 +133,28 @@ def test_materialized_run_has_the_values_of_the_symbolic_one():
         va = [element_value(a.at(k), a.dtype) for k in range(a.numel)]
         vb = [element_value(b.at(k), b.dtype) for k in range(b.numel)]
         assert repr(va) == repr(vb)
+
+
+def test_bundled_values_are_the_element_by_element_values():
+    """`values_of` resolves terms together; each value is the one its evaluator gives the
+    term alone (special values included), and an open term (exp under `exact_value`) makes
+    all-or-nothing None and is None in a partial answer."""
+    x = np.array([[0.0, -0.0, 3.5], [-np.inf, np.nan, FLT_MAX], [1e-40, -2.0, 7.0]], np.float32)
+    ln, _ = encode_op("relax.nn.layer_norm", [x, np.ones(3, np.float32), np.zeros(3, np.float32)],
+                      P.TensorType((3, 3), "float32"),
+                      {"axes": [1], "epsilon": 1e-5, "center": True, "scale": True})
+    ex, _ = encode_op("relax.exp", [x], P.TensorType((3, 3), "float32"))
+    for t in (ln, ex):
+        terms = [t.at(k) for k in range(t.numel)]
+        for value_of in (element_value, exact_value, libm_value):
+            alone = [value_of(term, "float32") for term in terms]
+            together = values_of(terms, "float32", value_of, partial=True)
+            assert repr(together) == repr(alone), value_of.__name__
+            whole = values_of(terms, "float32", value_of)
+            assert whole is None if None in alone else repr(whole) == repr(alone)
+    opened = values_of([ex.at(2), ex.at(0)], "float32", exact_value, partial=True)
+    assert opened[0] is None and opened[1] == 1.0        # exp(3.5) open, exp(0) = 1
+    assert values_of([ex.at(0), ex.at(2)], "float32", exact_value) is None
 
 
 def test_libm_value_evaluates_a_sum_over_a_lambda():

@@ -32,7 +32,7 @@ import z3
 from tvtv.absfp import assumptions
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.confirm import _ieee_run, poisoned_inside, py_value
-from tvtv.encode.evaluate import exact_value, same_value
+from tvtv.encode.evaluate import exact_value, same_value, values_of
 from tvtv.encode.values import flatten
 from tvtv.errors import TvtvError
 from tvtv import preimage
@@ -166,9 +166,11 @@ def _shown(before: Any, after: Any, fname: str, param_names: list[str], inputs: 
     for k, (t, g) in enumerate(zip(outs, got)):
         if tuple(g.shape) != tuple(t.shape):
             return None
-        for flat in range(min(t.numel, budget)):
+        n = min(t.numel, budget)
+        specs = values_of([t.at(flat) for flat in range(n)], t.dtype, exact_value, partial=True)
+        for flat, spec in enumerate(specs or []):
             idx = tuple(int(i) for i in np.unravel_index(flat, t.shape)) if t.shape else ()
-            spec, vm = exact_value(t.at(flat), t.dtype), py_value(g[idx])
+            vm = py_value(g[idx])
             if _differs(spec, vm, assume):
                 cex = Counterexample("value", f"output {k} differs at index {idx}", inputs,
                                      output=k, index=idx, source_value=spec, target_value=vm)

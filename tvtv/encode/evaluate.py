@@ -27,7 +27,11 @@ from tvtv.ir import program as P
 
 def element_value(term: z3.ExprRef, dtype: str) -> Any:
     """The concrete value of a closed term, or None when it is not a numeral."""
-    v = z3.simplify(term)
+    return _numeral_value(z3.simplify(term), dtype)
+
+
+def _numeral_value(v: z3.ExprRef, dtype: str) -> Any:
+    """The value of a simplified term when it is a numeral, else None."""
     if z3.is_true(v):
         return True
     if z3.is_false(v):
@@ -294,6 +298,58 @@ def exact_value(term: z3.ExprRef, dtype: str) -> Any:
     return None if v is None else element_value(v, dtype)
 
 
+def values_of(terms: Sequence[z3.ExprRef], dtype: str, value_of: Any,
+              partial: bool = False) -> list[Any] | None:
+    """`value_of(term, dtype)` of every term (`element_value`, `exact_value` or
+    `libm_value`): all or nothing (None when one of them has no value), or with `partial`
+    each value or None. The terms are resolved in bundles, so the subterms they share are
+    simplified once per round (measured: materializing zero graph 20's layer_norm, 768
+    elements whose groups share their sums, took 21.9 s element by element, 3.5 s so).
+    All or nothing stops at the first bundle with an open term; bundles grow 1, 8, 64, ...
+    terms, so a tensor open from its second element costs little more than element by
+    element (a bundle of 863 mostly open terms took 12.5 s)."""
+    walk = _BUNDLE_WALKS.get(value_of)
+    if walk is None:             # another evaluator: element by element
+        vals = [value_of(t, dtype) for t in terms]
+        return vals if partial or all(x is not None for x in vals) else None
+    if partial:
+        return _bundle_values(terms, dtype, walk)
+    vals: list[Any] = []
+    size = 1
+    while len(vals) < len(terms):
+        chunk = _bundle_values(terms[len(vals):len(vals) + size], dtype, walk)
+        if any(x is None for x in chunk):
+            return None
+        vals += chunk
+        size *= 8
+    return vals
+
+
+def _bundle_values(terms: Sequence[z3.ExprRef], dtype: str, walk: Any) -> list[Any]:
+    """The value of each term or None, resolved together: one term bundling them is
+    simplified with the applications `walk` gives values substituted, round by round."""
+    if not terms:
+        return []
+    bundle = z3.Function("tvtv_bundle", *[t.sort() for t in terms], z3.BoolSort())(*terms)
+    v = z3.simplify(bundle)
+    for _ in range(LIBM_ROUNDS):
+        if all(_numeral_value(c, dtype) is not None for c in v.children()):
+            break
+        pairs = walk(v)
+        if not pairs:
+            break
+        v = z3.simplify(z3.substitute(v, *pairs))
+    return [_numeral_value(c, dtype) for c in v.children()]
+
+
+# each evaluator's substitutions, for `values_of` (`element_value`: none, simplification only)
+_BUNDLE_WALKS: dict[Any, Any] = {
+    element_value: lambda v: [],
+    exact_value: lambda v: _outermost(v, _order_free_value_of),
+    libm_value: lambda v: _outermost(v, _libm_value_of),
+}
+
+
 # tensors above this many elements are not materialized (a constant is a chain of stores)
 MATERIALIZE_BOUND = 4096
 
@@ -304,12 +360,9 @@ def materialize(t: Tensor, value_of: Any, dom: Any) -> Tensor:
     itself. Sound wherever `value_of` is: the constant has those very values."""
     if t.numel > MATERIALIZE_BOUND or t.numel == 0:
         return t
-    vals = []
-    for k in range(t.numel):
-        v = value_of(t.at(k), t.dtype)
-        if v is None:
-            return t
-        vals.append(v)
+    vals = values_of([t.at(k) for k in range(t.numel)], t.dtype, value_of)
+    if vals is None:
+        return t
     return Tensor.from_numpy(np.array(vals, dtype=numpy_dtype(t.dtype)).reshape(t.shape),
                              t.dtype, dom)
 

@@ -173,7 +173,8 @@ def cvc5_bits(facts: Sequence[z3.BoolRef], timeout: float) -> dict[str, int] | N
     return bits
 
 
-def _run_cvc5(facts: Sequence[z3.BoolRef], timeout: float, models: bool = False) -> tuple[z3.CheckSatResult, Any, Any]:
+def _run_cvc5(facts: Sequence[z3.BoolRef], timeout: float,
+              models: bool = False) -> tuple[z3.CheckSatResult, Any, Any]:
     """(cvc5's answer, its solver, its symbol manager) for the conjunction of `facts`."""
     import cvc5
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import z3
@@ -204,6 +204,20 @@ def _sums(facts: Sequence[z3.ExprRef]) -> list[list[z3.ExprRef]]:
         return memo[t.get_id()]
 
     sums: list[list[z3.ExprRef]] = []
+
+    def visit(t: z3.ExprRef) -> list[z3.ExprRef] | None:
+        terms = chain(t) if is_add(t) else None
+        if terms is not None and len(terms) > 1:
+            sums.append(terms)
+        return terms                 # the chain's own additions are not sums of their own
+
+    _walk(facts, visit)
+    return sums
+
+
+def _walk(facts: Sequence[z3.ExprRef], visit: Callable[[z3.ExprRef], Any]) -> None:
+    """`visit` each distinct application in `facts` once, top down; it returns the subterms
+    to go on with (None: the application's arguments)."""
     seen: set[int] = set()
     stack = list(facts)
     while stack:
@@ -211,29 +225,19 @@ def _sums(facts: Sequence[z3.ExprRef]) -> list[list[z3.ExprRef]]:
         if t.get_id() in seen or not z3.is_app(t):
             continue
         seen.add(t.get_id())
-        terms = chain(t) if is_add(t) else None
-        if terms is not None:
-            if len(terms) > 1:
-                sums.append(terms)
-            stack.extend(terms)      # the chain's own additions are not sums of their own
-            continue
-        stack.extend(t.children())
-    return sums
+        more = visit(t)
+        stack.extend(t.children() if more is None else more)
 
 
 def _const_names(facts: Sequence[z3.ExprRef]) -> set[str]:
     """The names of the uninterpreted constants in `facts`."""
     names: set[str] = set()
-    seen: set[int] = set()
-    stack = list(facts)
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
+
+    def visit(t: z3.ExprRef) -> None:
         if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
             names.add(t.decl().name())
-        stack.extend(t.children())
+
+    _walk(facts, visit)
     return names
 
 
@@ -277,24 +281,22 @@ def _pins(facts: Sequence[z3.ExprRef]) -> list[z3.BoolRef] | None:
     point, so that a pin on an input element is a substitution). None when a function has
     no such point (no pre-image is sought through it)."""
     pins: list[z3.BoolRef] = []
-    seen: set[int] = set()
-    stack = list(facts)
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        stack.extend(t.children())
+    unpinnable: list[str] = []
+
+    def visit(t: z3.ExprRef) -> None:
         if t.decl().kind() != z3.Z3_OP_UNINTERPRETED or t.num_args() != 1:
-            continue
+            return
         m = _UNARY_UF.match(t.decl().name())
         rule = special.UNARY_RULES.get(m.group(1)) if m else None
         if rule is None or not isinstance(t.arg(0), z3.FPRef):
-            continue
+            return
         arg = t.arg(0)
         points = [_POINTS[k] for k, v in rule.specials.items()
                   if k in _POINTS and (v == "x" or isinstance(v, float) and math.isfinite(v))]
-        if not points:
-            return None
-        pins.append(arg == z3.FPVal(points[0], arg.sort()))
-    return pins
+        if points:
+            pins.append(arg == z3.FPVal(points[0], arg.sort()))
+        else:
+            unpinnable.append(t.decl().name())
+
+    _walk(facts, visit)
+    return None if unpinnable else pins

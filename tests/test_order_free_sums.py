@@ -123,3 +123,41 @@ def test_half_precision_sums_are_told_only_when_exact():
     assert order_free_sum([1.0, 2.0 ** -10], "float16") == 1.0009765625
     assert order_free_sum([1.0, 2.0 ** -11], "float16") is None
     assert order_free_sum([65504.0, 65504.0], "float16") is None       # beyond the largest
+
+
+def test_absorbed_sums_agree_with_every_tree():
+    """One term absorbing the others (`_absorbed_sum`) gives what every summation tree
+    gives, where the trees can still be evaluated (up to 7 terms), on random sums of one
+    large term and small ones of both signs, subnormals and powers of two included."""
+    from tvtv.encode.evaluate import _absorbed_sum, _every_tree
+
+    rng = np.random.default_rng(2)
+    told = 0
+    for _ in range(400):
+        n = int(rng.integers(2, 8))
+        big = float(np.float32(rng.choice([1.0, 1.5, -F, F / 2, -2.0 ** -126, 2.0 ** 20, 3e-38])))
+        scale = abs(big) * float(rng.choice([2.0 ** -22, 2.0 ** -24, 2.0 ** -26, 2.0 ** -30]))
+        small = [float(np.float32(x)) for x in rng.uniform(-scale, scale, n - 1)]
+        vals = [big] + small
+        got = _absorbed_sum(vals, "float32")
+        if got is not None:
+            told += 1
+            assert got == big and _every_tree(vals, np.float32) == big, vals
+    assert told > 100
+
+
+def test_a_dominant_term_beyond_the_trees_is_the_sum():
+    """Twelve terms, too many for the trees: the largest absorbs the rest in every order
+    (checked on random permutations); a rest worth half a spacing, or a tie for the
+    largest, gets no value."""
+    vals = [-F / 2] + [-1.0] * 7 + [3e29, -1e30, 0.0, -0.0]
+    assert order_free_sum(vals, "float32") == np.float32(-F / 2)
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        acc = np.float32(0.0)
+        for v in rng.permutation(vals):
+            acc = acc + np.float32(v)
+        assert acc == np.float32(-F / 2)
+    assert order_free_sum([1.5] + [2.0 ** -30] * 11, "float32") == 1.5
+    assert order_free_sum([1.0] + [-2.0 ** -26] * 11, "float32") is None     # 11/4 spacings
+    assert order_free_sum([F / 2, -F / 2] + [1.0] * 10, "float32") is None  # two largest

@@ -205,13 +205,15 @@ def order_free_sum(values: Sequence[float], dtype: str) -> float | None:
     is order-free when it is exact in every order: all terms finite and integer multiples of
     2^e, with sum(|t|) < 2^(e + precision) and ≤ the dtype's largest value, so that every
     partial sum is a representable multiple of 2^e. An exact zero sum is +0 unless every
-    term is -0 (IEEE 754 §6.3: x + (-x) = +0 in round-to-nearest, -0 + -0 = -0)."""
+    term is -0 (IEEE 754 §6.3: x + (-x) = +0 in round-to-nearest, -0 + -0 = -0). It is also
+    order-free when one term absorbs all the others (`_absorbed_sum`)."""
     vals = [float(v) for v in values]
     if not vals:
         return None
     if len(vals) <= ORDER_TREES_UPTO and dtype in _ONE_ROUNDING:
         return _every_tree(vals, _ONE_ROUNDING[dtype])
-    return _exact_sum(vals, dtype)
+    exact = _exact_sum(vals, dtype)
+    return exact if exact is not None else _absorbed_sum(vals, dtype)
 
 
 def _every_tree(vals: list[float], kind: Any) -> float | None:
@@ -273,6 +275,46 @@ def _exact_sum(vals: list[float], dtype: str) -> float | None:
         return None
     total = sum(nonzero)
     return float(total) if total != 0 else 0.0   # exact: float() of a representable value
+
+
+def _absorbed_sum(vals: list[float], dtype: str) -> float | None:
+    """M, when every summation order of `vals` gives the term M of largest magnitude: M is
+    finite, nonzero and the only term of its magnitude, and the other terms' magnitudes sum
+    to S with S * (1 + u)^n < s/2, u = 2^-precision, s the spacing of `dtype` just below |M|
+    (which is at most the spacing above). In any order, M meets only partial sums T of
+    other terms, whose rounding errors keep |T| ≤ S * (1 + u)^n (each addition rounds by
+    at most a factor 1 + u); so M + T lies strictly within half a spacing of M and rounds to
+    M (round to nearest, no tie), by induction up to the root. (The +0.0 a sum starts from
+    is one more term of magnitude 0.) None otherwise."""
+    from fractions import Fraction
+    if not all(math.isfinite(v) for v in vals):
+        return None
+    fmt = FLOAT_FORMATS[dtype]
+    nonzero = [Fraction(v) for v in vals if v != 0.0]
+    if len(nonzero) < 2:
+        return None              # `_exact_sum`'s case
+    big = max(nonzero, key=abs)
+    if sum(1 for f in nonzero if abs(f) == abs(big)) > 1:
+        return None
+    rest = sum(abs(f) for f in nonzero) - abs(big)
+    growth = (1 + Fraction(1, 2 ** fmt.sbits)) ** (len(vals) + 1)
+    if 2 * rest * growth < _spacing_below(abs(big), fmt):
+        return float(big)
+    return None
+
+
+def _spacing_below(m: Any, fmt: Any) -> Any:
+    """The distance from the positive representable `m` (a Fraction) of format `fmt` to the
+    next representable number below it: 2^(e - p + 1) for m in [2^e, 2^(e+1)), 2^(e - p) at
+    m = 2^e itself, and the smallest subnormal at or below the smallest normal."""
+    from fractions import Fraction
+    emin = 2 - 2 ** (fmt.ebits - 1)
+    e = m.numerator.bit_length() - m.denominator.bit_length()
+    if Fraction(2) ** e > m:
+        e -= 1
+    if e <= emin:                # subnormal, or the smallest normal
+        return Fraction(2) ** (emin - fmt.sbits + 1)
+    return Fraction(2) ** (e - fmt.sbits + (0 if m == Fraction(2) ** e else 1))
 
 
 def _order_free_value_of(t: z3.ExprRef) -> z3.ExprRef | None:

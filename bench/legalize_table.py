@@ -19,6 +19,8 @@ import re
 import multiprocessing as mp
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -175,19 +177,40 @@ def _task(args: tuple[str, int, tuple[str, ...], float]) -> Outcome:
 
 
 def run(ops: Sequence[str], assume: Sequence[str], timeout: float, jobs: int,
-        echo: bool = True) -> list[Outcome]:
-    """Outcomes of every case of `ops` (in op order, then case order)."""
+        echo: bool = True, task: Any = None) -> list[Outcome]:
+    """Outcomes of every case of `ops` (in op order, then case order); `task` runs one case
+    in a worker (default `_task`). When a worker dies, the first unfinished case runs alone
+    in a new process: dying there, it is an `error` row; the others go on."""
+    task = task or _task
     tasks = [(op, i, tuple(assume), timeout)
              for op in ops for i in range(len(legalize_cases.cases_for(op)))]
-    out: list[Outcome] = []
-    # worker processes even for one job, renewed every few cases: Z3 keeps every case's
-    # terms, and one long process ran out of 24 GB after ~300 cases (the OOM killer)
-    with mp.get_context("spawn").Pool(max(1, jobs), maxtasksperchild=5) as pool:
-        for o in pool.imap(_task, tasks):
-            out.append(o)
-            if echo:
-                print(o.row(), flush=True)
-    return out
+    out: dict[int, Outcome] = {}
+    suspect: int | None = None
+    while len(out) < len(tasks):
+        batch = [suspect] if suspect is not None else [k for k in range(len(tasks)) if k not in out]
+        # worker processes even for one job, renewed every few cases: Z3 keeps every case's
+        # terms, and one long process ran out of 24 GB after ~300 cases (the OOM killer).
+        # Not multiprocessing.Pool: it loses the case of a worker that dies and then waits
+        # forever (measured: one Z3 query on nn.layer_norm (4)f16 took over 24 GB).
+        with ProcessPoolExecutor(1 if suspect is not None else max(1, jobs),
+                                 mp_context=mp.get_context("spawn"), max_tasks_per_child=5) as pool:
+            futures = [(k, pool.submit(task, tasks[k])) for k in batch]
+            broken = False
+            for k, fut in futures:
+                try:
+                    o = fut.result()
+                except BrokenProcessPool:
+                    if suspect is None:
+                        broken = True
+                        break
+                    op, i = tasks[k][0], tasks[k][1]
+                    o = Outcome(legalize_cases.cases_for(op)[i].label, "error", 0.0,
+                                "the worker process died on this case, run alone (out of memory?)")
+                out[k] = o
+                if echo:
+                    print(o.row(), flush=True)
+        suspect = min(k for k in range(len(tasks)) if k not in out) if broken else None
+    return [out[k] for k in range(len(tasks))]
 
 
 def op_of(label: str) -> str:

@@ -110,3 +110,23 @@ def test_rejected_calls_are_recorded_not_raised():
     (case,) = cases.cases_for("relax.nn.pixel_shuffle")[:1]
     got = table.check_case(case, [], timeout=10.0)
     assert got.verdict == "rejected" and got.detail.startswith("TVM rejects: "), got.row()
+
+
+def _dies_on_the_second_case(args):
+    """A worker task that kills its process on case 1 (as the OOM killer did on a Z3 query
+    of nn.layer_norm (4)f16) and checks the other cases as the bench does."""
+    import os
+    if args[1] == 1:
+        os._exit(9)
+    return table._task(args)
+
+
+def test_a_worker_that_dies_is_an_error_row_and_the_run_goes_on():
+    """multiprocessing.Pool waited forever for the case of a dead worker; now that case is
+    an `error` row (found by running it alone) and the others are checked."""
+    got = table.run(["relax.abs"], [], timeout=10.0, jobs=2, echo=False,
+                    task=_dies_on_the_second_case)
+    labels = [c.label for c in cases.cases_for("relax.abs")]
+    assert [o.label for o in got] == labels
+    assert [o.verdict for o in got] == ["proved", "error", "proved"][:len(labels)]
+    assert "worker process died" in got[1].detail

@@ -20,7 +20,6 @@ values are the solver's choice: such a candidate usually fails there, and nothin
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,7 +28,9 @@ import z3
 from tvtv.absfp import special
 from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel
+from tvtv.confirm import py_value
 from tvtv.encode.context import EncodeContext
+from tvtv.encode.evaluate import _IEEE_UF
 from tvtv.encode.function import Abstraction, FunctionEncoder, input_value
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.values import flatten
@@ -45,7 +46,6 @@ MAX_LIVE_ELEMENTS = 4096
 # the last rung of the ladder: PrimFunc bodies, sums of products, small sums unrolled
 LEVEL = Abstraction("body", "sum", unroll=True)
 
-_UNARY_UF = re.compile(r"^ieee_(.+)_(float16|bfloat16|float32|float64)$")
 # the finite points a unary rule may define (`IEEEFloats.unary`'s cases)
 _POINTS = {"+0": 0.0, "-0": -0.0, "+1": 1.0, "-1": -1.0}
 
@@ -147,7 +147,7 @@ def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
     for t, want in zip(outs, targets):
         dom = ctx.dom(t.dtype)
         flat = np.ravel(np.asarray(want))
-        facts += [dom.same(t.at(k), dom.const(_scalar(flat[k]))) for k in range(t.numel)]
+        facts += [dom.same(t.at(k), dom.const(py_value(flat[k]))) for k in range(t.numel)]
     # a per-operation run: no NaN/inf in a tensor on the way, nor in the inputs
     budget = MAX_LIVE_ELEMENTS
     for t in ctx.live_values:
@@ -270,11 +270,6 @@ def _fixed(pins: Sequence[z3.BoolRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     return out
 
 
-def _scalar(x: Any) -> Any:
-    return bool(x) if isinstance(x, np.bool_) else (int(x) if np.issubdtype(type(x), np.integer)
-                                                     else float(x))
-
-
 def _pins(facts: Sequence[z3.ExprRef]) -> list[z3.BoolRef] | None:
     """For each application of an uninterpreted unary float function in `facts`: its
     argument is the first finite point where the function's rule defines a finite value (one
@@ -286,7 +281,7 @@ def _pins(facts: Sequence[z3.ExprRef]) -> list[z3.BoolRef] | None:
     def visit(t: z3.ExprRef) -> None:
         if t.decl().kind() != z3.Z3_OP_UNINTERPRETED or t.num_args() != 1:
             return
-        m = _UNARY_UF.match(t.decl().name())
+        m = _IEEE_UF.match(t.decl().name())
         rule = special.UNARY_RULES.get(m.group(1)) if m else None
         if rule is None or not isinstance(t.arg(0), z3.FPRef):
             return

@@ -105,3 +105,28 @@ def test_unsupported_tir_names_what_and_where():
     a = Tensor.variable("a", (4,), "float32", ctx.dom("float32"))
     with pytest.raises(Unsupported, match="reinterpret.*strided, block 'b'"):
         encode_prim_func(ctx, pf, [a], 1)
+
+
+def _unary_module(op, dtype: str, nargs: int = 1):
+    bb = relax.BlockBuilder()
+    xs = [relax.Var(f"x{k}", relax.TensorType((2, 3), dtype)) for k in range(nargs)]
+    with bb.function("main", xs):
+        bb.emit_func_output(bb.emit(op(*xs)))
+    return bb.get()
+
+
+@pytest.mark.parametrize("op,twin,dtype,nargs", [
+    # T.ceil is registered as `prim.ceil` in TVM 0.27 (not `tirx.ceil`)
+    (relax.op.ceil, relax.op.floor, "float32", 1),
+    # logical_xor legalizes to `a ^ b` on bool
+    (relax.op.logical_xor, relax.op.logical_or, "bool", 2),
+])
+def test_prim_intrinsics_and_bool_bit_ops_are_read(op, twin, dtype, nargs):
+    """Legalized ceil and logical_xor are proved; the legalization of another op in their
+    place (floor, logical_or) is refuted, and the VM shows the difference."""
+    src = _unary_module(op, dtype, nargs)
+    r = check(src, relax.transform.LegalizeOps()(src))
+    assert r.verdict == "proved", r.to_dict()
+    r = check(src, relax.transform.LegalizeOps()(_unary_module(twin, dtype, nargs)))
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.confirmed is True, r.to_dict()

@@ -142,8 +142,11 @@ def _call(r: _TIRReader, e: Any) -> T.Expr:
     if name == "prim.if_then_else" or name == "tirx.if_then_else":
         c, t, f = r.exprs(e.args)
         return T.IfThenElse(c, t, f, str(e.ty))
-    if name.startswith("tirx."):
-        return T.Call(name[len("tirx."):], r.exprs(e.args), str(e.ty))
+    # TVM 0.27 registers a few intrinsics under `prim.` (`T.ceil` is `prim.ceil`, also
+    # prim.log2, prim.likely, prim.clz): the same names as their `tirx.` kin, read alike
+    for prefix in ("tirx.", "prim."):
+        if name.startswith(prefix):
+            return T.Call(name[len(prefix):], r.exprs(e.args), str(e.ty))
     raise r.fail(f"intrinsic {name}")
 
 

@@ -782,7 +782,10 @@ class PrimFuncEncoder:
     def bit_op(self, e: T.Call, args: list[Val]) -> Val:
         """Shifts and bitwise operations on integers, exactly (two's complement of the
         dtype's width). A shift by a negative amount or by the width or more is UB (LLVM's
-        shl/ashr/lshr give poison there)."""
+        shl/ashr/lshr give poison there). On bool (LLVM i1: logical_xor legalizes to `a ^ b`)
+        and, or, xor and not are the logical ones."""
+        if e.dtype == "bool" and e.name in _BOOL_OPS:
+            return Sc(_BOOL_OPS[e.name](*(self.scalar(a, "bool") for a in args)), "bool")
         if not is_int(e.dtype):
             raise self.fail(f"{e.name} on {e.dtype}")
         bits, signed = INT_FORMATS[e.dtype]
@@ -839,6 +842,8 @@ class PrimFuncEncoder:
             raise self.fail(str(err)) from None
 
 
+_BOOL_OPS: dict[str, Callable[..., z3.BoolRef]] = {
+    "bitwise_and": z3.And, "bitwise_or": z3.Or, "bitwise_xor": z3.Xor, "bitwise_not": z3.Not}
 BIT_OPS = ("shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not")
 
 

@@ -51,6 +51,15 @@ class Pool:
         return z
 
 
+@I.ir_module
+class TakeWrap:
+    @R.function
+    def main(x: R.Tensor((1, 3, 2), "float32"), i: R.Tensor((2, 3), "int64")) -> R.Tensor((1, 2, 3, 2), "float32"):
+        z = R.take(x, i, axis=1, mode="wrap")
+        return z
+
+
+WRAP = "T.truncmod(T.truncmod(i[v_ax1, v_ax2], T.int64(3)) + T.int64(3), T.int64(3))"
 FLT_MAX = "T.float32(-340282346638528859811704183484516925440.0)"
 MUTATIONS = {
     "loop extent off by one": (Add, "T.grid(T.int64(2), T.int64(3))", "T.grid(T.int64(2), T.int64(2))"),
@@ -60,6 +69,10 @@ MUTATIONS = {
     "max exchanged for min": (Max, "T.max(", "T.min("),
     "+ exchanged for * in a reduction": (Sum, "x_red[v_ax0] + x[", "x_red[v_ax0] * x["),
     "changed padding value": (Pool, f"], {FLT_MAX})", "], T.float32(0.0))"),
+    # take's "wrap" mode is read as one index term (TIR interpreter `wrapped_mod`); a
+    # changed modulus or a dropped `+ n` must not be read as it
+    "wrap modulus changed": (TakeWrap, WRAP, WRAP.replace("T.int64(3)) +", "T.int64(2)) +")),
+    "wrap without + n": (TakeWrap, WRAP, "T.truncmod(i[v_ax1, v_ax2], T.int64(3))"),
 }
 
 
@@ -72,7 +85,7 @@ def test_broken_tir_is_refuted(name):
     mod, old, new = MUTATIONS[name]
     source = _legalized(mod)
     text = source.script()
-    assert old in text, f"mutation {name!r} does not apply:\n{text}"
+    assert old in text and new != old, f"mutation {name!r} does not apply:\n{text}"
     broken = tvm_bridge.parse_script(text.replace(old, new))
     (r,) = tvtv.verify(source, broken, timeout=20).results
     assert r.verdict == "counterexample", r.to_dict()

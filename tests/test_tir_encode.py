@@ -130,3 +130,33 @@ def test_prim_intrinsics_and_bool_bit_ops_are_read(op, twin, dtype, nargs):
     r = check(src, relax.transform.LegalizeOps()(_unary_module(twin, dtype, nargs)))
     assert r.verdict == "counterexample", r.to_dict()
     assert r.confirmed is True, r.to_dict()
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int8"])
+def test_take_wrap_position_is_python_mod(dtype):
+    """`wrapped_position` (take's "wrap" mode, shared by the Relax and TIR encoders) is
+    Python's `v % n` on the dtype's extremes, or None where the dtype cannot hold it."""
+    import numpy as np
+    import z3
+    from tvtv.encode.ops.manipulate import wrapped_position
+    info = np.iinfo(dtype)
+    bits = info.bits
+    values = [int(info.min), int(info.min) + 1, -7, -3, -1, 0, 1, 2, 5, int(info.max)]
+    largest = min(1 << (bits - 2), (1 << 31) - 1)   # r + n fits the dtype, n an index
+    for n in (1, 2, 3, 5, largest):
+        for v in values:
+            term = wrapped_position(z3.BitVecVal(v % (1 << bits), bits), dtype, n)
+            assert term is not None and z3.simplify(term).as_long() == v % n, (v, n)
+    assert wrapped_position(z3.BitVec("v", bits), dtype, largest + 1) is None
+
+
+@pytest.mark.parametrize("dtype,n", [("int64", 5), ("int32", 3), ("int32", 1)])
+def test_legalized_take_wrap_is_proved(dtype, n):
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, n), "float32"))
+    i = relax.Var("i", relax.TensorType((2, 3), dtype))
+    with bb.function("main", [x, i]):
+        bb.emit_func_output(bb.emit(relax.op.take(x, i, axis=1, mode="wrap")))
+    src = bb.get()
+    r = check(src, relax.transform.LegalizeOps()(src))
+    assert r.verdict == "proved", r.to_dict()

@@ -29,7 +29,7 @@ from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import norm_axis, out_type, tensor_arg
 from tvtv.encode.reduction import reduce_sum
 from tvtv.encode.registry import register
-from tvtv.encode.tensor import Tensor, broadcast_index, idx, unravel
+from tvtv.encode.tensor import INDEX_BITS, Tensor, broadcast_index, idx, unravel
 from tvtv.encode.values import PrimScalar, Shape, Value, as_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir.program import OpCall, TensorType, TupleType
@@ -416,6 +416,23 @@ def _index_value(v: z3.ExprRef, dtype: str) -> z3.BitVecRef:
     return z3.SignExt(65 - bits, v) if signed else z3.ZeroExt(65 - bits, v)
 
 
+def wrapped_position(raw: z3.BitVecRef, dtype: str, n: int) -> z3.BitVecRef | None:
+    """Python's `raw mod n` as a 32-bit index, computed as TVM's legalization of take's "wrap"
+    mode does, `truncmod(truncmod(raw, n) + n, n)`, here `r = raw srem n; r < 0 ? r + n : r`
+    in `raw`'s own width. The TIR encoder builds this very term for that TIR pattern, so the
+    two sides meet without the solver reasoning about 64-bit division. None where the
+    dtype's width cannot hold it without overflow (unsigned, or n > 2^(bits-2) or n >= 2^31):
+    the caller then computes in 65 bits."""
+    bits, signed = INT_FORMATS[dtype]
+    if not signed or n <= 0 or n > (1 << (bits - 2)) or n >= (1 << (INDEX_BITS - 1)):
+        return None
+    r = z3.SRem(raw, z3.BitVecVal(n, bits))
+    pos = z3.If(r < 0, r + n, r)                      # |r| < n: no overflow
+    if bits > INDEX_BITS:
+        return z3.Extract(INDEX_BITS - 1, 0, pos)
+    return z3.ZeroExt(INDEX_BITS - bits, pos) if bits < INDEX_BITS else pos
+
+
 @register("relax.take")
 def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """take is np.take along `axis`; mode "fast": an index outside [0, n) (negative too) is UB; "wrap": Python modulo n; "clip": clamped to [0, n-1]; "nan": NaN outside [0, n).
@@ -470,8 +487,10 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         ctx.add_ub(bad, f"take (mode={mode}) with an index outside [0, {n})")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
-        v = _index_value(ind.at_multi(ix[a:a + ind.ndim]), ind.dtype)
-        src = ix[:a] + [position(v)] + ix[a + ind.ndim:]
+        raw = ind.at_multi(ix[a:a + ind.ndim])
+        v = _index_value(raw, ind.dtype)
+        pos = wrapped_position(raw, ind.dtype, n) if mode == "wrap" else None
+        src = ix[:a] + [position(v) if pos is None else pos] + ix[a + ind.ndim:]
         got = x.at_multi(src)
         return z3.If(in_range(v), got, dom.nan()) if mode == "nan" else got
     return Tensor.from_fn(ty.shape, ty.dtype, elem)

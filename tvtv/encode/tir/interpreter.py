@@ -34,6 +34,7 @@ import z3
 from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_bool, is_float, is_int, numpy_dtype
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
+from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import intrinsics
@@ -623,6 +624,9 @@ class PrimFuncEncoder:
         if isinstance(e, T.Load):
             return self.load(e, env)
         if isinstance(e, T.Binary):
+            wrapped = self.wrapped_mod(e, env)
+            if wrapped is not None:
+                return wrapped
             return self.binary(e.op, self.expr(e.a, env), self.expr(e.b, env), e.dtype)
         if isinstance(e, T.Compare):
             return self.compare(e.op, self.expr(e.a, env), self.expr(e.b, env))
@@ -710,6 +714,30 @@ class PrimFuncEncoder:
             if key not in self.memo:
                 self.memo[key] = (reader(ix), keep)
             return Sc(self.memo[key][0], t.dtype)
+
+    def wrapped_mod(self, e: T.Binary, env: dict[str, Val]) -> Val | None:
+        """`truncmod(truncmod(x, n) + n, n)` with a constant n > 0 (take's "wrap" mode) on a
+        loaded signed integer x: Python's x mod n, an index in [0, n), built as the Relax take
+        encoder builds it (`wrapped_position`); None for any other expression. Exact: the
+        inner remainder lies in (-n, n), so adding n cannot overflow where
+        `wrapped_position` accepts n, and the outer truncmod of a value in (0, 2n) is its
+        floor mod. Without it the solver compares two 64-bit divisions per element (take
+        of 6 indices: a timeout after 10 s)."""
+        def const(x: T.Expr) -> int | None:
+            return x.value if isinstance(x, T.IntImm) else None
+        if not (e.op == "mod" and is_int(e.dtype) and isinstance(e.a, T.Binary)
+                and e.a.op == "add" and isinstance(e.a.a, T.Binary) and e.a.a.op == "mod"):
+            return None
+        n = const(e.b)
+        if n is None or const(e.a.b) != n or const(e.a.a.b) != n:
+            return None
+        x = self.expr(e.a.a.a, env)
+        if not isinstance(x, Sc) or x.dtype != e.dtype:
+            return None
+        pos = wrapped_position(x.term, e.dtype, n)
+        if pos is None:
+            return None
+        return IX.Ix(pos, 0, n - 1) if n > 1 else IX.constant(0)
 
     def binary(self, op: str, a: Val, b: Val, dtype: str) -> Val:
         if isinstance(a, IX.Ix) and isinstance(b, IX.Ix) and is_int(dtype):

@@ -277,8 +277,8 @@ def _pinned() -> dict[str, list[Case]]:
 
 
 def _extra() -> dict[str, list[Case]]:
-    """Hand-written cases appended after the others (GenCoG's nn.pad spec only gives
-    pad_mode='edge', which tvtv does not encode: the constant mode gets its own rows)."""
+    """Hand-written cases appended after the others (nn.pad's constant mode gets its own
+    rows next to GenCoG's solved modes)."""
     e: dict[str, list[Case]] = {}
     e["relax.nn.pad"] = [
         _fn("relax.nn.pad", [((2, 3), F32)], lambda x: O.nn.pad(x, [1, 0, 0, 2], "constant", 0.0),
@@ -287,7 +287,9 @@ def _extra() -> dict[str, list[Case]]:
             lambda x: O.nn.pad(x, [0, 0, 0, 0, 1, 1, 1, 1], "constant", -1.5),
             {"pad_width": [0, 0, 0, 0, 1, 1, 1, 1], "pad_mode": "constant", "pad_value": -1.5}),
         _fn("relax.nn.pad", [((3,), I32)], lambda x: O.nn.pad(x, [2, 1], "constant", 7),
-            {"pad_width": [2, 1], "pad_mode": "constant", "pad_value": 7})]
+            {"pad_width": [2, 1], "pad_mode": "constant", "pad_value": 7}),
+        _fn("relax.nn.pad", [((2, 3), F32)], lambda x: O.nn.pad(x, [1, 1, 2, 1], "reflect"),
+            {"pad_width": [1, 1, 2, 1], "pad_mode": "reflect", "pad_value": 0.0})]
     return e
 
 

@@ -160,3 +160,29 @@ def test_legalized_take_wrap_is_proved(dtype, n):
     src = bb.get()
     r = check(src, relax.transform.LegalizeOps()(src))
     assert r.verdict == "proved", r.to_dict()
+
+
+def _pad_module(mode: str):
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3), "float32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.nn.pad(x, [1, 1, 2, 2], mode, 0.0)))
+    return bb.get()
+
+
+@pytest.mark.parametrize("mode,twin", [("replicate", "reflect"), ("reflect", "circular"),
+                                       ("circular", "replicate")])
+def test_legalized_pad_modes_are_proved_and_another_mode_is_refuted(mode, twin):
+    src = _pad_module(mode)
+    assert check(src, relax.transform.LegalizeOps()(src)).verdict == "proved"
+    r = check(src, relax.transform.LegalizeOps()(_pad_module(twin)))
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+
+
+def test_pad_mode_edge_is_unsupported_with_the_modes_named():
+    """TVM 0.27 accepts Relay's "edge" and legalizes it as "constant"; Relax documents no
+    such mode, so there is no meaning to check it against."""
+    src = _pad_module("edge")
+    r = check(src, relax.transform.LegalizeOps()(src))
+    assert r.verdict == "unknown" and "pad_mode 'edge'" in str(r.to_dict()), r.to_dict()
+    assert "replicate" in str(r.to_dict())

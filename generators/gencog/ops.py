@@ -257,7 +257,9 @@ def _pad() -> TypeSpec:
     pw = a("pad_width")
     return TypeSpec(
         attrs=[("pad_width", ListGen(r0 * 2, lambda _: Var(INT, ran=(0, 2)))),
-               ("pad_mode", Var(STR, choices=("constant", "edge", "reflect"))),
+               # Relax's modes (relax.op.nn.pad's doc); Relay's "edge" is accepted by TVM 0.27
+               # but undocumented, and LegalizeOps pads it as "constant"
+               ("pad_mode", Var(STR, choices=("constant", "reflect", "replicate", "circular"))),
                ("pad_value", Var(FLOAT, choices=NICE_FLOATS))],
         dtypes=NUMERIC,
         # reflect mirrors without the edge: each pad must be smaller than its dim

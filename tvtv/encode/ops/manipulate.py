@@ -596,7 +596,10 @@ def encode_pad(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     if any(w < 0 for w in widths):
         raise Unsupported(f"relax.nn.pad with negative pad_width {widths}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise Unsupported(f"relax.nn.pad with pad_mode {mode!r}")
+        # TVM 0.27 accepts any string; its LegalizeOps pads every other mode (Relay's "edge"
+        # too) as "constant", so such a module has no documented meaning to check
+        raise Unsupported(f"relax.nn.pad with pad_mode {mode!r} (Relax's modes are constant, "
+                          f"reflect, replicate, circular)")
     before, after = widths[0::2], widths[1::2]
     ty = _checked_type(call, tuple(d + b + e for d, b, e in zip(x.shape, before, after)), x.dtype)
     if mode != "constant" and any(d == 0 and b + e > 0 for d, b, e in zip(x.shape, before, after)):

@@ -88,7 +88,8 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
 
     def shown(a: Any, b: Any, j: int, cex: Any) -> bool | None:
         fn = src_prog.public_functions()[j]
-        executed = confirm.confirm(a, b, fn.name, [p.name for p in fn.params], cex) \
+        executed = confirm.confirm(a, b, fn.name, [p.name for p in fn.params], cex,
+                                   tuple(opts.assume)) \
             if confirm_vm else None
         # the IEEE model's word is asked only when execution does not show the difference
         # (it took its full 10 s, undecided, on zero graph 29's argmax finding that
@@ -124,7 +125,8 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
         for r, fn in zip(results, src.public_functions()):
             if r.counterexample is not None and r.confirmed is not True:
                 params = [p.name for p in fn.params]
-                r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample)
+                r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample,
+                                              tuple(opts.assume))
                 _demote_unshown(r)
     fns = src.public_functions()
     poisoned = [_run_poisoned(r, before, fn.name, opts) for r, fn in zip(results, fns)]

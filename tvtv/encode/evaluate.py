@@ -340,6 +340,52 @@ def exact_value(term: z3.ExprRef, dtype: str) -> Any:
     return None if v is None else element_value(v, dtype)
 
 
+def cpu_value(term: z3.ExprRef, dtype: str) -> Any:
+    """`exact_value`, with the IEEE model's functions of numerals (exp, erf, tanh, pow, ...:
+    `tvm_bridge.CPU_FUNCTIONS`) given the values TVM's CPU code computes for them
+    (`tvm_bridge.cpu_function_values`). The Relax ops' specifications and the TIR intrinsics
+    share these functions (`tvtv/encode/tir/intrinsics.py`), so this is the value the
+    specification has in a run with TVM's own functions, bit for bit. Sound for confirming
+    that a target's execution departs from the specification; a function TVM cannot
+    compile for the dtype (float16 erf) stays open, and so does the term."""
+    v = _resolve(term, lambda v: element_value(v, dtype) is not None, _cpu_walk)
+    return None if v is None else element_value(v, dtype)
+
+
+def _cpu_walk(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """(application, value) for the outermost order-free sums of numerals and the
+    applications of CPU functions to numerals in `term`; each function's applications are
+    computed in one run of TVM's code."""
+    from tvtv.ir import tvm_bridge
+
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    calls: dict[tuple[str, str], list[z3.ExprRef]] = {}
+    seen: set[int] = set()
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        if t.num_args():
+            total = _order_free_value_of(t)
+            if total is not None:
+                pairs.append((t, total))
+                continue
+            m = _IEEE_UF.match(t.decl().name())
+            if (m and m.group(1) in tvm_bridge.CPU_FUNCTIONS and m.group(2) != "bfloat16"
+                    and all(z3.is_fp_value(a) for a in t.children())):
+                calls.setdefault((m.group(1), m.group(2)), []).append(t)
+                continue
+        stack.extend(t.children())
+    for (fname, dtype), apps in calls.items():
+        args = np.array([[fp_value(a, dtype) for a in t.children()] for t in apps])
+        outs = tvm_bridge.cpu_function_values(fname, dtype, args)
+        if outs is not None:
+            pairs += [(t, _fp_numeral(float(o), dtype, t.sort())) for t, o in zip(apps, outs)]
+    return pairs
+
+
 def values_of(terms: Sequence[z3.ExprRef], dtype: str, value_of: Any,
               partial: bool = False) -> list[Any] | None:
     """`value_of(term, dtype)` of every term (`element_value`, `exact_value` or
@@ -389,6 +435,7 @@ _BUNDLE_WALKS: dict[Any, Any] = {
     element_value: lambda v: [],
     exact_value: lambda v: _outermost(v, _order_free_value_of),
     libm_value: lambda v: _outermost(v, _libm_value_of),
+    cpu_value: _cpu_walk,
 }
 
 

@@ -39,7 +39,7 @@ from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
-RANDOM_SETS = 3
+RANDOM_SETS = 3   # standard-normal sets, then one of `_decimal_like` values
 
 # Codes of `Confirmation.by` and what each means (printed in reports).
 HOW = {
@@ -67,6 +67,22 @@ class Confirmation:
     confirmed: bool | None
     by: str
     detail: str = ""
+
+
+# Values drawn for the last input set: decimal fractions that binary floats hold inexactly
+# and small integers, where roundings meet integers (numpy's floor_divide(1, 0.1) = 9,
+# floor(1 / 0.1) = 10), and signs mixed; integers small, zero included
+_DECIMALS = np.array([1.0, -1.0, 0.1, -0.1, 0.3, 3.0, -2.5, 0.5, 7.0, 1e-3, -0.7, 2.0])
+_SMALL_INTS = np.array([-7, -3, -2, -1, 0, 1, 2, 3, 5, 7])
+
+
+def _decimal_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if a.dtype == np.bool_:
+        return rng.random(a.shape) < 0.5
+    pool = _SMALL_INTS if np.issubdtype(a.dtype, np.integer) else _DECIMALS
+    if np.issubdtype(a.dtype, np.unsignedinteger):
+        pool = np.abs(pool)
+    return rng.choice(pool, size=a.shape).astype(a.dtype)
 
 
 def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -226,6 +242,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         return Confirmation(None, "not-run", "tuple inputs are not run")
     rng = np.random.default_rng(0)
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
+    sets.append([_decimal_like(np.asarray(a), rng) for a in inputs])
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out

@@ -183,11 +183,26 @@ def _task(args: tuple[str, int, tuple[str, ...], float]) -> Outcome:
     return check_case(legalize_cases.cases_for(op)[i], assume, timeout)
 
 
+# Address space per worker: a case that needs more fails fast (Z3 raises out of memory, an
+# `error` row) instead of swapping the machine until the OOM killer ends it (one Z3 query on
+# nn.layer_norm (4)f16 took over 24 GB; `memory_max_size` does not bound it). Two workers
+# fit in the 24 GB development machine with room for the VM children they start.
+WORKER_MEMORY = 8 << 30
+
+
+def _limit_memory(limit: int | None) -> None:
+    """Worker initializer: cap the process's address space at `limit` bytes."""
+    import resource
+    if limit is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def run(ops: Sequence[str], assume: Sequence[str], timeout: float, jobs: int,
-        echo: bool = True, task: Any = None) -> list[Outcome]:
+        echo: bool = True, task: Any = None, memory: int | None = WORKER_MEMORY) -> list[Outcome]:
     """Outcomes of every case of `ops` (in op order, then case order); `task` runs one case
-    in a worker (default `_task`). When a worker dies, the first unfinished case runs alone
-    in a new process: dying there, it is an `error` row; the others go on."""
+    in a worker (default `_task`) whose address space is capped at `memory` bytes. When a
+    worker dies, the first unfinished case runs alone in a new process: dying there, it is
+    an `error` row; the others go on."""
     task = task or _task
     tasks = [(op, i, tuple(assume), timeout)
              for op in ops for i in range(len(legalize_cases.cases_for(op)))]
@@ -200,7 +215,8 @@ def run(ops: Sequence[str], assume: Sequence[str], timeout: float, jobs: int,
         # Not multiprocessing.Pool: it loses the case of a worker that dies and then waits
         # forever (measured: one Z3 query on nn.layer_norm (4)f16 took over 24 GB).
         with ProcessPoolExecutor(1 if suspect is not None else max(1, jobs),
-                                 mp_context=mp.get_context("spawn"), max_tasks_per_child=5) as pool:
+                                 mp_context=mp.get_context("spawn"), max_tasks_per_child=5,
+                                 initializer=_limit_memory, initargs=(memory,)) as pool:
             futures = [(k, pool.submit(task, tasks[k])) for k in batch]
             broken = False
             for k, fut in futures:

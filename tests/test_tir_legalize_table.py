@@ -130,3 +130,18 @@ def test_a_worker_that_dies_is_an_error_row_and_the_run_goes_on():
     assert [o.label for o in got] == labels
     assert [o.verdict for o in got] == ["proved", "error", "proved"][:len(labels)]
     assert "worker process died" in got[1].detail
+
+
+def _address_space_limit(args):
+    import resource
+    o = table._task(args)
+    o.detail = str(resource.getrlimit(resource.RLIMIT_AS)[0])
+    return o
+
+
+def test_workers_run_with_an_address_space_cap():
+    """A case that needs more memory fails in its worker instead of swapping the machine."""
+    got = table.run(["relax.abs"], [], timeout=10.0, jobs=1, echo=False,
+                    task=_address_space_limit, memory=6 << 30)
+    assert {o.detail for o in got} == {str(6 << 30)}
+    assert {o.verdict for o in got} == {"proved"}

@@ -78,7 +78,7 @@ MEANINGS: dict[str, str] = {
     "relax.sign": "TIR sign is `x > 0 ? 1 : (x < 0 ? -1 : 0)`: sign(NaN) = 0 (spec NaN)",
     "relax.nn.gelu_tanh": ("TIR computes (sqrt(2/pi) x) (1 + (0.044715 x) x) where the spec has "
                            "sqrt(2/pi) (x + 0.044715 x^3): the roundings differ in the last bits "
-                           "(shown with TVM's own tanh in the spec's evaluation, `spec-cpu-vs-vm`); "
+                           "(shown with TVM's own tanh in both evaluations, `ieee-spec-cpu`); "
                            "equal in real arithmetic, so op-rounding allows it"),
     "relax.floor_divide": ("TIR computes floor(a / b), where numpy.floor_divide computes from the exact "
                            "remainder fmod(a, b): where a / b rounds up to an integer they differ "

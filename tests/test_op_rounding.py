@@ -135,10 +135,10 @@ def test_the_uncentered_layer_norm_is_confirmed_where_the_vm_cannot_show_it():
                              (assumptions.OP_ROUNDING,))
     assert c.confirmed is False, c
     # without op-rounding that rounding is a difference, shown on seeded random inputs with
-    # TVM's own rsqrt in the specification (`spec-cpu-vs-vm`)
+    # TVM's own rsqrt in the specification (`ieee-spec-cpu`)
     same = Counterexample("value", "output 0 differs at index (0, 0)", inputs, 0, (0, 0))
     c = confirm.confirm_case(LayerNorm, centered, "main", ["x", "g", "b"], same)
-    assert (c.confirmed, c.by) == (True, "spec-cpu-vs-vm"), c
+    assert (c.confirmed, c.by) == (True, "ieee-spec-cpu"), c
     assert "random" in same.message and same.inputs["x"].tolist() != inputs["x"].tolist()
 
 

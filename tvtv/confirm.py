@@ -50,9 +50,10 @@ HOW = {
                  "the source's specification differs from the target's on these inputs",
     "spec-vs-vm": "the VM cannot show it, but the target's execution differs from the IEEE "
                   "evaluation of the source's specification on these inputs",
-    "spec-cpu-vs-vm": "the VM cannot show it, but the target's execution differs from the IEEE "
-                      "evaluation of the source's specification with exp, erf, tanh, ... "
-                      "computed by TVM's own CPU code (the functions both sides share)",
+    "ieee-spec-cpu": "the VM cannot show it, but the source's specification and the target, "
+                     "both evaluated in the IEEE model with exp, erf, tanh, ... computed by TVM's "
+                     "own CPU code (the functions both sides share), differ on these inputs, "
+                     "and the target's execution gives the target's value",
     "none": "neither execution nor IEEE evaluation shows it: the difference exists only in the "
             "abstraction (unconfirmed)",
     "not-run": "the modules could not be run (tuple inputs, or the source fails to build)",
@@ -184,51 +185,65 @@ def counts(spec: Any, got: Any, assume: tuple[str, ...] = ()) -> bool:
     return True
 
 
-def _spec_vs_cpu_run(before: Any, fname: str, param_names: list[str], sets: list[list[Any]],
-                     targets: list[tuple[str, Any]], assume: tuple[str, ...],
-                     cex: Counterexample) -> Confirmation | None:
-    """The first input set (the solver's, then the random ones) on which the target's
-    execution on the VM differs from the source's specification evaluated in the IEEE model
-    with TVM's own function values (`tvtv.encode.evaluate.cpu_value`): `cex` is re-pointed
-    at that element. A LegalizeOps departure that depends on exp, erf, tanh ... (gelu_tanh's
-    rounding) shows here, where the functions' values are otherwise open. None if no set
-    shows one."""
+def _cpu_outputs(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[str, tuple, list]] | None:
+    """(dtype, shape, element values or None) of each output of `module`'s function on
+    `args`, evaluated in the IEEE model with TVM's own function values
+    (`tvtv.encode.evaluate.cpu_value`); None when the run is undefined there or cannot be
+    encoded. Outputs above `SPEC_COMPARE_BOUND` elements are left open."""
     from tvtv.encode.evaluate import cpu_value, values_of
     from tvtv.encode.values import flatten
 
+    try:
+        value, ctx = _ieee_run(module, fname, args)
+        if not z3.is_true(z3.simplify(ctx.well_defined())):
+            return None
+        return [(t.dtype, t.shape, [None] * t.numel if t.numel > SPEC_COMPARE_BOUND else
+                 values_of([t.at(i) for i in range(t.numel)], t.dtype, cpu_value, partial=True))
+                for t in flatten(value)]
+    except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
+        return None
+
+
+def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str],
+                     sets: list[list[Any]], targets: list[tuple[str, Any]],
+                     assume: tuple[str, ...], cex: Counterexample) -> Confirmation | None:
+    """The first input set (the solver's, then the random ones) on which the source's
+    specification and the target, both evaluated in the IEEE model with TVM's own exp, erf,
+    tanh, ... values (`_cpu_outputs`), differ at an element where the target's execution on
+    the VM gives the target's evaluated value (so the target's value is what runs compute,
+    and the difference is the pass's: a pass that leaves gelu_tanh alone is not blamed for
+    its legalization, which the VM runs on both sides). `cex` is re-pointed at that element.
+    A LegalizeOps departure that depends on exp, erf, tanh ... (gelu_tanh's rounding) shows
+    here, where the functions' values are otherwise open. None if no set shows one."""
     for j, inputs in enumerate(sets):
         status, outs = targets[j]
         if status != "ok":
             continue
         args = dict(zip(param_names, inputs))
-        try:
-            value, ctx = _ieee_run(before, fname, args)
-            if not z3.is_true(z3.simplify(ctx.well_defined())):
-                continue      # the source's behaviour is undefined on these inputs
-            specs = flatten(value)
-            for k, t in enumerate(specs):
-                if k >= len(outs) or t.numel > SPEC_COMPARE_BOUND or outs[k].shape != t.shape:
-                    continue
-                vals = values_of([t.at(i) for i in range(t.numel)], t.dtype, cpu_value, partial=True)
-                got = outs[k].reshape(-1)
-                for i, v in enumerate(vals):
-                    if v is None or not counts(v, py_value(got[i]), assume):
-                        continue
-                    idx = tuple(int(d) for d in np.unravel_index(i, t.shape)) if t.shape else ()
-                    y = py_value(got[i])
-                    if j:
-                        cex.inputs = dict(args)
-                    cex.kind, cex.output, cex.index = "value", k, idx
-                    cex.source_value, cex.target_value, cex.confirmed_ieee = v, y, None
-                    cex.executed_values = (v, y)
-                    cex.message = (f"output {k} differs at index {idx} (found by comparing the "
-                                   f"target's execution with the source's specification"
-                                   f"{' on seeded random inputs' if j else ''})")
-                    return Confirmation(True, "spec-cpu-vs-vm",
-                                        f"source specification {v!r} (TVM's exp, erf, ... values), "
-                                        f"target on the VM {y!r}")
-        except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
+        src = _cpu_outputs(before, fname, args)
+        tgt = _cpu_outputs(after, fname, args) if src is not None else None
+        if src is None or tgt is None:
             continue
+        for k, ((dtype, shape, spec), (_, tshape, tvals)) in enumerate(zip(src, tgt)):
+            if k >= len(outs) or shape != tshape or outs[k].shape != shape:
+                continue
+            ran = outs[k].reshape(-1)
+            for i, (v, t) in enumerate(zip(spec, tvals)):
+                if v is None or t is None or not same_value(t, py_value(ran[i])) \
+                        or not counts(v, t, assume):
+                    continue
+                idx = tuple(int(d) for d in np.unravel_index(i, shape)) if shape else ()
+                if j:
+                    cex.inputs = dict(args)
+                cex.kind, cex.output, cex.index = "value", k, idx
+                cex.source_value, cex.target_value, cex.confirmed_ieee = v, t, None
+                cex.executed_values = (v, t)
+                cex.message = (f"output {k} differs at index {idx} (found by evaluating the "
+                               f"source's specification and the target with TVM's exp, erf, ..."
+                               f"{' on seeded random inputs' if j else ''})")
+                return Confirmation(True, "ieee-spec-cpu",
+                                    f"IEEE with TVM's exp, erf, ... values: source specification "
+                                    f"{v!r}, target {t!r} (its execution on the VM agrees)")
     return None
 
 
@@ -300,7 +315,8 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     # a difference anywhere in the outputs may be just that
     from tvtv.absfp.assumptions import OP_ROUNDING
     if OP_ROUNDING not in assume:
-        found = _spec_vs_cpu_run(before, fname, param_names, sets, runs["target"], assume, cex)
+        found = _spec_vs_cpu_run(before, after, fname, param_names, sets, runs["target"],
+                                 assume, cex)
         if found is not None:
             return found
     if not any_ran:

@@ -80,6 +80,10 @@ MEANINGS: dict[str, str] = {
                            "sqrt(2/pi) (x + 0.044715 x^3): the roundings differ in the last bits "
                            "(shown with TVM's own tanh in both evaluations, `ieee-spec-cpu`); "
                            "equal in real arithmetic, so op-rounding allows it"),
+    "relax.nn.rms_norm": ("TIR multiplies by rsqrt(mean(x^2) + eps) where the spec divides by "
+                          "sqrt(mean(x^2) + eps): the roundings differ in the last bits (VM: "
+                          "-0.021077167, spec -0.021077169); equal in real arithmetic, so "
+                          "op-rounding allows it"),
     "relax.floor_divide": ("TIR computes floor(a / b), where numpy.floor_divide computes from the exact "
                            "remainder fmod(a, b): where a / b rounds up to an integer they differ "
                            "(VM: -1 // -0.1 = 10 and 7 // 0.1 = 70, numpy 9 and 69)"),

@@ -358,26 +358,20 @@ def _cpu_walk(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     computed in one run of TVM's code."""
     from tvtv.ir import tvm_bridge
 
-    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     calls: dict[tuple[str, str], list[z3.ExprRef]] = {}
-    seen: set[int] = set()
-    stack = [term]
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        if t.num_args():
-            total = _order_free_value_of(t)
-            if total is not None:
-                pairs.append((t, total))
-                continue
-            m = _IEEE_UF.match(t.decl().name())
-            if (m and m.group(1) in tvm_bridge.CPU_FUNCTIONS and m.group(2) != "bfloat16"
-                    and all(z3.is_fp_value(a) for a in t.children())):
-                calls.setdefault((m.group(1), m.group(2)), []).append(t)
-                continue
-        stack.extend(t.children())
+
+    def value_of(t: z3.ExprRef) -> z3.ExprRef | None:
+        total = _order_free_value_of(t)
+        if total is not None:
+            return total
+        m = _IEEE_UF.match(t.decl().name())
+        if (m and m.group(1) in tvm_bridge.CPU_FUNCTIONS and m.group(2) != "bfloat16"
+                and all(z3.is_fp_value(a) for a in t.children())):
+            calls.setdefault((m.group(1), m.group(2)), []).append(t)
+            return t        # outermost: valued below, with its function's other calls
+        return None
+
+    pairs = [(t, v) for t, v in _outermost(term, value_of) if not v.eq(t)]
     for (fname, dtype), apps in calls.items():
         args = np.array([[fp_value(a, dtype) for a in t.children()] for t in apps])
         outs = tvm_bridge.cpu_function_values(fname, dtype, args)

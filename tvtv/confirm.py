@@ -8,8 +8,9 @@ as `confirmed_by`):
    target fails where the source runs).
 2. ``"vm-random-inputs"``: an opaque PrimFunc is an uninterpreted function of whole arrays, so
    the solver's inputs may differ only where the real PrimFunc does not look; a few seeded
-   random inputs are tried, and inputs that show a difference replace the solver's in the
-   counterexample (its message says so).
+   random inputs are tried (standard-normal sets and one of decimal fractions and small
+   integers, where roundings meet integers), and inputs that show a difference replace the
+   solver's in the counterexample (its message says so).
 3. The VM cannot show every difference: it legalizes the source too, so a LegalizeOps bug (the
    target's TIR departs from the Relax op's specification) runs identically on both sides.
    For a value difference the solver's inputs are then evaluated in the IEEE model (bit-exact;
@@ -22,6 +23,11 @@ as `confirmed_by`):
    If the target's evaluation equals the source's specification, the difference is not the
    pass's (the VM's legalization may still depart from the specification: that is a
    LegalizeOps matter, reported when LegalizeOps is the pass checked).
+   * ``"ieee-spec-cpu"``: on the solver's and the random inputs, the source's specification
+     and the target evaluated with exp, erf, tanh, ... given TVM's own CPU values (the
+     functions the abstraction leaves open, `tvtv.encode.evaluate.cpu_value`) differ, where
+     the target's execution agrees with its evaluation. Not under op-rounding.
+   Every comparison counts a difference as the assumptions say (`counts`).
 4. ``"none"``: nothing showed it: `confirmed` is False ("unconfirmed": the difference exists
    only in the abstraction, Alive2's "not unsound"), or None when nothing could run at all.
 """

@@ -206,25 +206,34 @@ def _limit_memory(limit: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+# Cases per worker before its pool is replaced: Z3 keeps every case's terms, and one long
+# process ran out of 24 GB after ~300 cases (the OOM killer).
+CASES_PER_WORKER = 5
+
+
 def run(ops: Sequence[str], assume: Sequence[str], timeout: float, jobs: int,
-        echo: bool = True, task: Any = None, memory: int | None = WORKER_MEMORY) -> list[Outcome]:
+        echo: bool = True, task: Any = None, memory: int | None = WORKER_MEMORY,
+        per_worker: int = CASES_PER_WORKER) -> list[Outcome]:
     """Outcomes of every case of `ops` (in op order, then case order); `task` runs one case
-    in a worker (default `_task`) whose address space is capped at `memory` bytes. When a
-    worker dies, the first unfinished case runs alone in a new process: dying there, it is
-    an `error` row; the others go on."""
+    in a worker (default `_task`) whose address space is capped at `memory` bytes. Cases go
+    in chunks of `per_worker` per worker, each chunk to a new pool. When a worker dies, the
+    first unfinished case runs alone in a new process: dying there, it is an `error` row;
+    the others go on."""
     task = task or _task
     tasks = [(op, i, tuple(assume), timeout)
              for op in ops for i in range(len(legalize_cases.cases_for(op)))]
     out: dict[int, Outcome] = {}
     suspect: int | None = None
     while len(out) < len(tasks):
-        batch = [suspect] if suspect is not None else [k for k in range(len(tasks)) if k not in out]
-        # worker processes even for one job, renewed every few cases: Z3 keeps every case's
-        # terms, and one long process ran out of 24 GB after ~300 cases (the OOM killer).
-        # Not multiprocessing.Pool: it loses the case of a worker that dies and then waits
-        # forever (measured: one Z3 query on nn.layer_norm (4)f16 took over 24 GB).
-        with ProcessPoolExecutor(1 if suspect is not None else max(1, jobs),
-                                 mp_context=mp.get_context("spawn"), max_tasks_per_child=5,
+        workers = 1 if suspect is not None else max(1, jobs)
+        batch = [suspect] if suspect is not None else \
+            [k for k in range(len(tasks)) if k not in out][:per_worker * workers]
+        # worker processes even for one job, a new pool for every chunk of cases (see
+        # CASES_PER_WORKER). Not multiprocessing.Pool: it loses the case of a worker that
+        # dies and then waits forever (measured: one Z3 query on nn.layer_norm (4)f16 took
+        # over 24 GB). Not ProcessPoolExecutor's max_tasks_per_child either: on Python 3.11
+        # a worker that retires is not replaced, and the run waited forever after 10 cases.
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
                                  initializer=_limit_memory, initargs=(memory,)) as pool:
             futures = [(k, pool.submit(task, tasks[k])) for k in batch]
             broken = False

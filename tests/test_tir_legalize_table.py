@@ -145,3 +145,13 @@ def test_workers_run_with_an_address_space_cap():
                     task=_address_space_limit, memory=6 << 30)
     assert {o.detail for o in got} == {str(6 << 30)}
     assert {o.verdict for o in got} == {"proved"}
+
+
+def test_a_run_longer_than_one_pool_goes_through_every_case():
+    """With ProcessPoolExecutor's max_tasks_per_child (Python 3.11) the run waited forever
+    once the first workers retired; now every chunk of cases gets a new pool."""
+    ops = ["relax.abs", "relax.acos"]
+    got = table.run(ops, [], timeout=10.0, jobs=2, echo=False, per_worker=1)
+    labels = [c.label for op in ops for c in cases.cases_for(op)]
+    assert [o.label for o in got] == labels and len(labels) > 2
+    assert {o.verdict for o in got} == {"proved"}

@@ -43,13 +43,15 @@ _SPURIOUS = ("not confirmed, and the VM gives the spec's value ({}): the TIR sid
              "value in tvtv's model (TIR None); a tvtv encoding issue, not a TVM difference")
 _NORM = ("TVM 0.27's legalization ignores center=False / scale=False and always adds beta / "
          "multiplies by gamma (VM: beta=5, center=False gives 3.66..6.34, spec -1.34..1.34); "
-         "some rows also show NaN/inf differences, and their printed values are abstract "
-         "(not confirmed)")
+         "rows with center=True differ by rounding: TVM computes the variance as E[x^2] - "
+         "E[x]^2 and multiplies by rsqrt (float16 instance_norm: VM -0.92578125, spec "
+         "-0.921875); a row marked not confirmed shows abstract values")
 _CONVT = ("TIR dilates and pads the input with explicit zeros and multiplies them by the "
           "weights: 0 * inf = NaN where the spec's sum has no such term (confirmed on the VM). "
-          "Under the assumptions a grouped case (groups=2, output_padding) stays a "
-          "counterexample the VM cannot show; the VM agrees with a numpy reference of the "
-          "scatter semantics on random inputs, so it is suspect: a tvtv issue to look into")
+          "Under the assumptions the grouped case (groups=2, output_padding) was, in an "
+          "earlier run, a counterexample the VM cannot show (the VM agrees with a numpy "
+          "reference of the scatter semantics on random inputs: suspect, a tvtv issue to look "
+          "into); in this run it is unknown (the IEEE model timed out)")
 _POOL = ("max_pool pads with -FLT_MAX instead of -inf (a window of -inf values and padding "
          "gives -FLT_MAX), and " + _NAN_RULE + ", so a NaN in the window can be lost")
 _ARG = ("TIR starts from index -1 and the dtype's {} and keeps the first element strictly "

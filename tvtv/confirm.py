@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from tvtv.absfp import assumptions as A
 from tvtv.encode.evaluate import exact_value, libm_truth, libm_value, materialize, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
@@ -177,8 +178,6 @@ def counts(spec: Any, got: Any, assume: tuple[str, ...] = ()) -> bool:
     assumptions: refinement equality (`same_value`), except that a NaN (no-nan) or infinite
     (no-inf) source value is poison that any target value refines, and zeros of either
     sign are equal under no-signed-zeros (`tvtv.absfp.assumptions`)."""
-    from tvtv.absfp import assumptions as A
-
     if same_value(spec, got):
         return False
     if isinstance(spec, float):
@@ -319,8 +318,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     # the specification with TVM's own exp, erf, ... against the target's runs; not under
     # op-rounding, which lets an operator's rounding differ from its specification's, and
     # a difference anywhere in the outputs may be just that
-    from tvtv.absfp.assumptions import OP_ROUNDING
-    if OP_ROUNDING not in assume:
+    if A.OP_ROUNDING not in assume:
         found = _spec_vs_cpu_run(before, after, fname, param_names, sets, runs["target"],
                                  assume, cex)
         if found is not None:

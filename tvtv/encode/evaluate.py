@@ -341,8 +341,9 @@ def exact_value(term: z3.ExprRef, dtype: str) -> Any:
 
 
 def cpu_value(term: z3.ExprRef, dtype: str) -> Any:
-    """`exact_value`, with the IEEE model's functions of numerals (exp, erf, tanh, pow, ...:
-    `tvm_bridge.CPU_FUNCTIONS`) given the values TVM's CPU code computes for them
+    """`exact_value`, with the IEEE model's functions of numerals that TIR shares with the
+    specifications (exp, erf, tanh, pow, ...: `tvtv.encode.tir.intrinsics.INTRINSICS`)
+    given the values TVM's CPU code computes for them
     (`tvm_bridge.cpu_function_values`). The Relax ops' specifications and the TIR intrinsics
     share these functions (`tvtv/encode/tir/intrinsics.py`), so this is the value the
     specification has in a run with TVM's own functions, bit for bit. Sound for confirming
@@ -356,6 +357,7 @@ def _cpu_walk(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     """(application, value) for the outermost order-free sums of numerals and the
     applications of CPU functions to numerals in `term`; each function's applications are
     computed in one run of TVM's code."""
+    from tvtv.encode.tir.intrinsics import INTRINSICS
     from tvtv.ir import tvm_bridge
 
     calls: dict[tuple[str, str], list[z3.ExprRef]] = {}
@@ -365,7 +367,7 @@ def _cpu_walk(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
         if total is not None:
             return total
         m = _IEEE_UF.match(t.decl().name())
-        if (m and m.group(1) in tvm_bridge.CPU_FUNCTIONS and m.group(2) != "bfloat16"
+        if (m and m.group(1) in INTRINSICS and m.group(2) != "bfloat16"
                 and all(z3.is_fp_value(a) for a in t.children())):
             calls.setdefault((m.group(1), m.group(2)), []).append(t)
             return t        # outermost: valued below, with its function's other calls

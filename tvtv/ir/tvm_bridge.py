@@ -374,43 +374,38 @@ def run_built(vm: Any, func: str, inputs: Sequence[np.ndarray]) -> list[np.ndarr
     return flat
 
 
-# The scalar functions TIR code calls (`tvtv/encode/tir/intrinsics.py`) that the IEEE model
-# leaves uninterpreted on ordinary values, by the model's names: (arity, tvm.tirx builder).
-CPU_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
-    **{n: (1, getattr(tvm.tirx, n)) for n in (
-        "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos", "tan", "asin",
-        "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")},
-    "pow": (2, tvm.tirx.power), "atan2": (2, tvm.tirx.atan2),
-}
+# tvm.tirx builders whose names differ from the IEEE model's function names
+_TIRX_NAMES = {"pow": "power"}
 
 
 @functools.lru_cache(maxsize=None)
-def _cpu_function(fname: str, dtype: str) -> Any:
-    """`fname` over vectors of `dtype`, compiled for llvm (one PrimFunc `main`), or None
-    when TVM cannot compile it (float16 erf: LLVM has no such intrinsic)."""
+def _cpu_function(fname: str, dtype: str, arity: int) -> Any:
+    """The TIR intrinsic `fname` (the IEEE model's name: exp, erf, pow, ...) over vectors
+    of `dtype`, compiled for llvm (one PrimFunc `main`), or None when TVM has no such
+    intrinsic or cannot compile it (float16 erf: LLVM has no such intrinsic)."""
     from tvm import te
 
-    arity, build = CPU_FUNCTIONS[fname]
+    build = getattr(tvm.tirx, _TIRX_NAMES.get(fname, fname), None)
+    if build is None:
+        return None
     n = tvm.tirx.Var("n", "int64")
     xs = [te.placeholder((n,), dtype, f"a{k}") for k in range(arity)]
-    out = te.compute((n,), lambda i: build(*(x[i] for x in xs)), "out")
     try:
+        out = te.compute((n,), lambda i: build(*(x[i] for x in xs)), "out")
         return tvm.compile(te.create_prim_func([*xs, out]), target="llvm")["main"]
     except Exception:   # TVM's InternalError "unknown intrinsic", or any other refusal
         return None
 
 
 def cpu_function_values(fname: str, dtype: str, args: np.ndarray) -> np.ndarray | None:
-    """`fname` (a key of `CPU_FUNCTIONS`) applied to each row of `args` (shape (k, arity)),
-    as TVM's CPU code computes it in `dtype` (LLVM, the C library it links): the values the
+    """The TIR intrinsic `fname` applied to each row of `args` (shape (k, arity)), as TVM's
+    CPU code computes it in `dtype` (LLVM, the C library it links): the values the
     abstraction's uninterpreted exp, erf, tanh, ... take in a run. None when TVM cannot
     compile the function for `dtype` or does not know it."""
-    if fname not in CPU_FUNCTIONS:
-        return None
-    fn = _cpu_function(fname, dtype)
+    cols = np.asarray(args, dtype=dtype).reshape(len(args), -1)
+    fn = _cpu_function(fname, dtype, cols.shape[1])
     if fn is None:
         return None
-    cols = np.asarray(args, dtype=dtype).reshape(len(args), -1)
     res = tvm.runtime.empty((len(cols),), dtype, tvm.cpu())
     fn(*(tvm.runtime.tensor(np.ascontiguousarray(cols[:, k])) for k in range(cols.shape[1])), res)
     return res.numpy()

@@ -9,8 +9,9 @@ them). Two arithmetic settings change what that function is:
   schedules reorder reductions freely). Encoded as mlir-tv §5.3 does, with a hash:
   `sum(t_1..t_n) = F(h(t_1) + ... + h(t_n))` with `h`, `F` uninterpreted, the hash an
   unbounded integer (mlir-tv uses bit-vectors; integers need no width argument, and Z3's
-  arithmetic closes such sums under congruence fast), and `h(-0.0) = 0` (adding -0.0
-  never changes a sum). Sound: some `h` is injective on the multisets the programs sum.
+  arithmetic closes such sums under congruence fast), and `h(-0.0) = h(+0.0) = 0` (a
+  zero term never changes a sum that starts from +0.0). Sound: some `h` is injective on
+  the multisets the programs sum, zeros left out.
   Off: the sum is a function of the ordered term list (the reduction order is fixed).
 - **real model**: a sum is the exact real sum of its terms, a product the exact product, a
   dot product (`dot_<dtype>_<n>` of two term arrays) the exact sum of products.
@@ -83,6 +84,16 @@ def _hash_functions(model: FloatModel, kind: str, dtype: str, dom) -> tuple[z3.F
     """`h` (term -> Int) and `F` (Int -> value) of the multiset encoding, with h(unit) = 0."""
     h = z3.Function(f"absfp_hash_{kind}_{dtype}", dom.sort, z3.IntSort())
     f = z3.Function(f"absfp_{kind}_of_hash_{dtype}", z3.IntSort(), dom.sort)
-    unit = dom.const(-0.0 if kind == "sum" else 1.0)
-    model.hash_facts[h.name()] = h(unit) == 0   # adding -0.0 (multiplying by 1) changes nothing
+    if kind == "sum":
+        # Neither zero changes a sum: every sum this function stands for starts from +0.0
+        # (`reduce_sum`, and a TIR loop from +0.0), and an IEEE sum is -0.0 only when all
+        # its addends are -0.0 (x + -x = +0.0 under roundTiesToEven, IEEE 754 §6.3), so no
+        # order of such a sum gives -0.0. A -0.0 term then changes no partial sum except a
+        # zero's sign, and a +0.0 term turns only a -0.0 partial sum into +0.0: either way
+        # the result, never -0.0, is the same (checked over every order of small multisets
+        # of special values: tests/test_hash_zero_terms.py). So a padding zero, or a
+        # product 0 * w with w finite, is no term at all.
+        model.hash_facts[h.name()] = z3.And(h(dom.const(-0.0)) == 0, h(dom.const(0.0)) == 0)
+    else:
+        model.hash_facts[h.name()] = h(dom.const(1.0)) == 0   # multiplying by 1 changes nothing
     return h, f

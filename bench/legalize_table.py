@@ -48,10 +48,8 @@ _NORM = ("TVM 0.27's legalization ignores center=False / scale=False and always 
          "-0.921875); a row marked not confirmed shows abstract values")
 _CONVT = ("TIR dilates and pads the input with explicit zeros and multiplies them by the "
           "weights: 0 * inf = NaN where the spec's sum has no such term (confirmed on the VM). "
-          "Under the assumptions the grouped case (groups=2, output_padding) was, in an "
-          "earlier run, a counterexample the VM cannot show (the VM agrees with a numpy "
-          "reference of the scatter semantics on random inputs: suspect, a tvtv issue to look "
-          "into); in this run it is unknown (the IEEE model timed out)")
+          "Under no-nan and no-inf those products are zeros, which change no sum (a zero "
+          "term is no term of a hashed sum): proved")
 _POOL = ("max_pool pads with -FLT_MAX instead of -inf (a window of -inf values and padding "
          "gives -FLT_MAX), and " + _NAN_RULE + ", so a NaN in the window can be lost")
 _ARG = ("TIR starts from index -1 and the dtype's {} and keeps the first element strictly "
@@ -61,12 +59,12 @@ MEANINGS: dict[str, str] = {
     "relax.argmax": _ARG.format("lowest value (-FLT_MAX, INT_MIN)", "greater", "-inf"),
     "relax.argmin": _ARG.format("highest value (FLT_MAX, INT_MAX)", "smaller", "+inf"),
     "relax.atan2": _SPURIOUS.format("atan2(-inf, -inf) = -2.3561945, atan2(0, 0) = 0"),
-    "relax.log_add_exp": ("the rows' counterexamples are spurious (VM: log_add_exp(0, 0) = 0.6931472, "
-                          "the spec's value), but TIR computes log(exp(a) + exp(b)), which "
-                          "overflows where numpy.logaddexp does not (VM: log_add_exp(1000, 1000) "
-                          "= inf and (-1000, -1000) = -inf, numpy 1000.6931 and -999.3068): a "
-                          "TVM difference the abstraction cannot show, since its exp does not "
-                          "overflow (exp is uninterpreted on ordinary values)"),
+    "relax.log_add_exp": ("TIR computes log(exp(a) + exp(b)), which overflows where "
+                          "numpy.logaddexp does not (VM: log_add_exp(1000, 1000) = inf and "
+                          "(-1000, -1000) = -inf, numpy 1000.6931 and -999.3068); the "
+                          "abstraction's exp does not overflow, confirmation's large input set "
+                          "shows it (TVM's own exp and log give the target inf, the spec is "
+                          "a + ln 2 for equal operands)"),
     "relax.power": ("no row confirmed: the VM gives the spec's value (power(-inf, -inf) = 0), "
                     "the TIR side has no value (TIR None) or an abstract one on subnormal "
                     "inputs; a tvtv encoding issue, not a TVM difference"),

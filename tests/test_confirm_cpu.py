@@ -125,3 +125,30 @@ def test_a_pass_that_keeps_gelu_tanh_is_not_blamed_for_its_legalization():
     cex = Counterexample("value", "output 0 differs at index (0,)", {"x": X}, 0, (0,))
     c = confirm.confirm_case(src, _unary(relax.op.nn.gelu_tanh), "main", ["x"], cex)
     assert (c.confirmed, c.by) == (False, "none"), c
+
+
+@pytest.mark.parametrize("assume", [(), (A.NO_NAN, A.NO_INF, A.NO_SIGNED_ZEROS)],
+                         ids=["ieee", "assumed"])
+def test_log_add_exp_legalization_is_confirmed_to_overflow_on_large_inputs(assume):
+    """TVM legalizes log_add_exp as log(exp(a) + exp(b)): exp overflows (or underflows) on
+    large operands, where the specification (numpy.logaddexp) stays finite: equal operands
+    give a + ln 2. Normal and decimal inputs never reach exp's overflow; the large input set
+    does (`confirm._large_like`). Under no-inf it counts too: the source's value is finite."""
+    bb = relax.BlockBuilder()
+    a = relax.Var("a", relax.TensorType((2, 3), "float32"))
+    b = relax.Var("b", relax.TensorType((3,), "float32"))
+    with bb.function("main", [a, b]):
+        bb.emit_func_output(bb.emit(relax.op.log_add_exp(a, b)))
+    src = bb.get()
+    legal = relax.transform.LegalizeOps()(src)
+    small = {"a": np.zeros((2, 3), "float32"), "b": np.zeros((3,), "float32")}
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", small, 0, (0, 0))
+    c = confirm.confirm_case(src, legal, "main", ["a", "b"], cex, assume)
+    assert (c.confirmed, c.by) == (True, "ieee-spec-cpu"), c
+    i, j = cex.index
+    x, y = cex.inputs["a"][i, j], cex.inputs["b"][j]
+    spec, tgt = cex.executed_values
+    assert abs(x) >= 100 and spec == float(np.logaddexp(x, y)) and math.isfinite(spec)
+    assert math.isinf(tgt)
+    (ran,) = tvm_bridge.run_vm(legal, "main", [cex.inputs["a"], cex.inputs["b"]])
+    assert float(ran[i, j]) == tgt

@@ -8,8 +8,9 @@ as `confirmed_by`):
    target fails where the source runs).
 2. ``"vm-random-inputs"``: an opaque PrimFunc is an uninterpreted function of whole arrays, so
    the solver's inputs may differ only where the real PrimFunc does not look; a few seeded
-   random inputs are tried (standard-normal sets and one of decimal fractions and small
-   integers, where roundings meet integers), and inputs that show a difference replace the
+   random inputs are tried (standard-normal sets, one of decimal fractions and small
+   integers, where roundings meet integers, and one of large magnitudes, where exp
+   overflows), and inputs that show a difference replace the
    solver's in the counterexample (its message says so).
 3. The VM cannot show every difference: it legalizes the source too, so a LegalizeOps bug (the
    target's TIR departs from the Relax op's specification) runs identically on both sides.
@@ -46,7 +47,7 @@ from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
-RANDOM_SETS = 3   # standard-normal sets, then one of `_decimal_like` values
+RANDOM_SETS = 3   # standard-normal sets, then one of `_decimal_like` and one of `_large_like` values
 
 # Codes of `Confirmation.by` and what each means (printed in reports).
 HOW = {
@@ -91,6 +92,20 @@ def _decimal_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if np.issubdtype(a.dtype, np.unsignedinteger):
         pool = np.abs(pool)
     return rng.choice(pool, size=a.shape).astype(a.dtype)
+
+
+# Values drawn for the large input set: magnitudes where exp overflows to inf and underflows
+# to 0 in every float dtype (ln of float16's largest finite value is 11.1, of float32's 88.7),
+# and squares overflow float16; few of them, so that elementwise operands often meet equal
+# (relax.log_add_exp(1000, 1000) is 1000 + ln 2, its legalization log(exp(1000) + exp(1000))
+# is inf: docs/findings.md)
+_LARGE = np.array([1000.0, -1000.0, 100.0])
+
+
+def _large_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if not np.issubdtype(a.dtype, np.floating):
+        return _random_like(a, rng)     # integers stay small: they index and count
+    return rng.choice(_LARGE, size=a.shape).astype(a.dtype)
 
 
 def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -263,6 +278,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     rng = np.random.default_rng(0)
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
     sets.append([_decimal_like(np.asarray(a), rng) for a in inputs])
+    sets.append([_large_like(np.asarray(a), rng) for a in inputs])
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out

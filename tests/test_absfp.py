@@ -200,3 +200,76 @@ def test_unbounded_functions_and_dtypes_keep_any_value(model_cls):
         x = dom.var("x")
         r = dom.unary(fname, x)
         assert solve(model, z3.And(z3.Not(dom.is_nan(x)), dom.lt(dom.const(1.0), r))) == z3.sat, (fname, dtype)
+
+
+def _ordinary_pairs(n: int = 60) -> list[tuple[float, float]]:
+    """Seeded finite nonzero float32 pairs over the whole range: subnormals, values near 1,
+    values whose sums and products overflow, and equal magnitudes of either sign."""
+    rng = np.random.default_rng(7)
+    exps = rng.integers(-149, 128, size=(n, 2))
+    mant = rng.uniform(1.0, 2.0, size=(n, 2)) * rng.choice([-1.0, 1.0], size=(n, 2))
+    with np.errstate(all="ignore"):
+        vals = np.ldexp(mant, exps).astype(np.float32)
+    pairs = [(float(a), float(b)) for a, b in vals if a != 0 and b != 0 and np.isfinite(a)
+             and np.isfinite(b)]
+    near = [1.0000001, 0.99999994, 1.5, 0.75, 3e38, 2e38, 1e-45, 3e-45]
+    pairs += [(a, s * b) for a in near for b in near for s in (1.0, -1.0)]
+    return pairs
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_abstract_arithmetic_admits_ieee_on_ordinary_values(op):
+    """Soundness of the magnitude ranges of +, -, *, / on finite nonzero operands
+    (`AbstractFloats._summed`, `_scaled`, `_not_nan`): numpy's float32 result is admitted
+    for every seeded pair (one model per pair: its constants get their own order)."""
+    for a, b in _ordinary_pairs():
+        model = AbstractModel(8)
+        dom = model.domain("float32")
+        r = getattr(dom, op)(dom.const(a), dom.const(b))
+        want = numpy_op(op, a, b)
+        assert solve(model, dom.same(r, dom.const(want))) == z3.sat, f"{a} {op} {b} = {want} not admitted"
+
+
+@pytest.mark.parametrize("op,a,b,outside", [
+    ("add", 2.5, 3.0, lambda dom, r: dom.lt(r, dom.const(3.0))),       # same signs: ≥ the larger
+    ("add", 2.5, -3.0, lambda dom, r: dom.is_zero(r)),                  # no exact cancellation
+    ("add", 2.5, -3.0, lambda dom, r: dom.lt(dom.const(3.0), dom.abs(r))),   # ≤ the larger
+    ("sub", 0.75, 1.0, lambda dom, r: z3.Or(dom.is_zero(r), dom.is_nan(r))),  # exp(x) - 1, x < 0
+    ("mul", 2.5, 1.5, lambda dom, r: dom.lt(r, dom.const(2.5))),        # × (≥ 1) does not shrink
+    ("mul", 0.5, 0.25, lambda dom, r: dom.lt(dom.const(0.25), r)),      # × (≤ 1) does not grow
+    ("mul", 1.6732632, -0.5, lambda dom, r: dom.is_zero(r)),            # no underflow above 1
+    ("mul", 2.5, 3.0, lambda dom, r: dom.is_nan(r)),
+    ("div", 2.5, 3.0, lambda dom, r: dom.is_nan(r)),
+])
+def test_abstract_arithmetic_keeps_magnitudes_where_rounding_puts_them(op, a, b, outside):
+    """Precision: what IEEE rounding rules out is ruled out (selu's legalization is proved on
+    this: alpha * (exp(x) - 1) is never -0 for x < 0)."""
+    model = AbstractModel(8)
+    dom = model.domain("float32")
+    r = getattr(dom, op)(dom.const(a), dom.const(b))
+    assert solve(model, outside(dom, r)) == z3.unsat
+
+
+@pytest.mark.parametrize("model_cls", [lambda: AbstractModel(8), IEEEModel])
+def test_exp_is_at_least_one_above_zero_and_at_most_one_below(model_cls):
+    """exp's sign ranges (`UnaryRule.positive_range`, `negative_range`: measured on TVM's
+    code in tests/test_tir_conformance.py): never NaN, ≥ 1 for x > 0, in [0, 1] for x < 0;
+    inside the ranges any value stays possible, and float64 (not measured) keeps any value."""
+    model = model_cls()
+    dom = model.domain("float32")
+    x = dom.var("x")
+    r = dom.unary("exp", x)
+    ordinary = z3.And(z3.Not(dom.is_nan(x)), z3.Not(dom.is_inf(x)),
+                      z3.Not(dom.same(x, dom.const(0.0))), z3.Not(dom.same(x, dom.const(-0.0))))
+    pos, neg = dom.lt(dom.const(0.0), x), dom.lt(x, dom.const(0.0))
+    assert solve(model, ordinary, dom.is_nan(r)) == z3.unsat
+    assert solve(model, pos, dom.lt(r, dom.const(1.0))) == z3.unsat
+    assert solve(model, neg, z3.Or(dom.lt(dom.const(1.0), r), dom.lt(r, dom.const(0.0)))) == z3.unsat
+    assert solve(model, pos, dom.lt(dom.const(1.0), r), dom.lt(r, dom.const(2.0))) == z3.sat
+    assert solve(model, pos, dom.is_inf(r)) == z3.sat     # overflow
+    assert solve(model, neg, dom.same(r, dom.const(0.0))) == z3.sat    # underflow
+    assert solve(model, neg, dom.lt(dom.const(0.5), r), dom.lt(r, dom.const(1.0))) == z3.sat
+    wide = model_cls()
+    d64 = wide.domain("float64")
+    y = d64.var("y")
+    assert solve(wide, d64.lt(d64.const(0.0), y), d64.lt(d64.unary("exp", y), d64.const(1.0))) == z3.sat

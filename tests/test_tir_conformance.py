@@ -208,3 +208,36 @@ def test_bounded_functions_stay_in_range_on_the_vm(dtype):
         low = 0.0 if UNARY_RULES[name].nonneg else -bound
         assert not np.isnan(r).any(), (name, a[np.isnan(r)][:5])
         assert r.max() <= bound and r.min() >= low, (name, r.min(), r.max())
+
+
+SIGN_RANGED = sorted(n for n, r in UNARY_RULES.items()
+                     if r.positive_range is not None or r.negative_range is not None)
+
+
+@pytest.mark.parametrize("dtype", sorted(BOUND_DTYPES))
+def test_sign_ranged_functions_stay_in_range_on_the_vm(dtype):
+    """The sign ranges the encoding assumes (`UnaryRule.positive_range`, `negative_range`:
+    exp(x) ≥ 1 for x > 0 and in [0, 1] for x < 0, never NaN on a finite argument) hold for
+    TVM's legalized operators on the VM, on every finite 16-bit value and a float32 stride
+    (all float32 values: bench/range_facts.py)."""
+    assert SIGN_RANGED, "no function has a sign range"
+    a = _finite_values(dtype)
+    a = a[a.astype(np.float32) != 0]
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((len(a),), dtype))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            outs = [bb.emit(getattr(relax.op, n)(x)) for n in SIGN_RANGED]
+            gv = bb.emit_output(relax.Tuple(outs))
+        bb.emit_func_output(gv)
+    results = tvm_bridge.run_vm(relax.transform.LegalizeOps()(bb.get()), "main", [a])
+    xs = a.astype(np.float64)
+    for name, r in zip(SIGN_RANGED, results):
+        r = r.astype(np.float64)
+        rule = UNARY_RULES[name]
+        assert not np.isnan(r).any(), (name, a[np.isnan(r)][:5])
+        for side, rng in ((xs > 0, rule.positive_range), (xs < 0, rule.negative_range)):
+            if rng is not None:
+                lo, hi = rng
+                bad = side & ((r < lo) | (r > hi))
+                assert not bad.any(), (name, a[bad][:5], r[bad][:5])

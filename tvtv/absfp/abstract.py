@@ -7,7 +7,11 @@ Other constants get *symbolic* magnitudes: a fresh variable per distinct |value|
 only by a precondition that orders them (and puts them strictly between 0 and FLT_MAX).
 Comparisons, neg, abs, max and min are exact; +, *, /, exp, ... are uninterpreted functions
 wrapped in `ite`s for the special cases IEEE fixes. Commutativity is built in as
-`f(x, y) & f(y, x)` (bitwise and), which is symmetric by construction.
+`f(x, y) & f(y, x)` (bitwise and), which is symmetric by construction. On finite nonzero
+operands the result's magnitude is kept where rounding puts it (never NaN; a same-sign sum
+at least the larger magnitude, a different-sign one nonzero and at most it; a product with a
+factor ≥ 1 at least the other factor, with one ≤ 1 at most it), so that, e.g., exp(x) - 1 is
+never -0 for x < 0 (selu's legalization).
 
 Soundness: every rule below holds for IEEE-754 round-to-nearest arithmetic, and an IEEE
 counterexample that observes N distinct values maps to this domain when 2^k - 4 ≥ N
@@ -187,7 +191,44 @@ class AbstractFloats(ScalarDomain):
                z3.If(ma == 0, b,
                z3.If(mb == 0, a,
                z3.If(z3.And(ma == mb, sa != sb), self.mk(0, 0),
-                     self.mk(sign, self.mag(r)))))))))
+                     self.mk(sign, self._summed(ma, mb, sa == sb, self.mag(r))))))))))
+
+    def _not_nan(self, m):
+        """The magnitude `m` of a +, * or / of finite nonzero operands, with the NaN code read
+        as inf: IEEE 754 §7.2 gives NaN only for invalid operations (inf - inf, 0 * inf, 0 / 0,
+        inf / inf) and NaN operands, which the callers decide before, while overflow to inf
+        is possible. Over every interpretation of the function inside `m`, exactly the
+        functions into the other codes."""
+        return z3.If(m == self.NAN, z3.BitVecVal(self.INF, self.k), m)
+
+    def _summed(self, ma, mb, same_sign, m):
+        """The magnitude `m` of a sum of finite nonzero values of magnitudes `ma`, `mb` that
+        do not cancel exactly, kept where rounding puts it: with equal signs at least the
+        larger magnitude (inf on overflow), with different signs at most the larger and never
+        zero (IEEE 754 with subnormals: x + y = 0 only for y = -x); never NaN. Values outside
+        are read as the lower end: exactly the functions into the range."""
+        big = z3.If(z3.UGE(ma, mb), ma, mb)
+        low = z3.If(same_sign, big, z3.BitVecVal(1, self.k))
+        high = z3.If(same_sign, z3.BitVecVal(self.INF, self.k), big)
+        return z3.If(z3.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
+
+    def _scaled(self, ma, mb, m):
+        """The magnitude `m` of a product of finite nonzero magnitudes `ma`, `mb` (neither 1),
+        kept where rounding puts it: |a·b| is at least |a| when |b| ≥ 1 and at most |a| when
+        |b| ≤ 1 (rounding is monotone and |a| is a float), and likewise with a and b
+        exchanged; never NaN (`_not_nan`), and inf only when both are above 1. Values outside
+        are read as the lower end: exactly the functions into the range."""
+        one = self.const_mag(1.0)
+        zero, inf = z3.BitVecVal(0, self.k), z3.BitVecVal(self.INF, self.k)
+
+        def umax(p, q):
+            return z3.If(z3.UGE(p, q), p, q)
+
+        def umin(p, q):
+            return z3.If(z3.ULE(p, q), p, q)
+        low = umax(z3.If(z3.UGE(mb, one), ma, zero), z3.If(z3.UGE(ma, one), mb, zero))
+        high = umin(z3.If(z3.ULE(mb, one), ma, inf), z3.If(z3.ULE(ma, one), mb, inf))
+        return z3.If(z3.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
 
     def sub(self, a, b):
         # IEEE 754: x - y is x + (-y), NaN operands included.
@@ -223,7 +264,7 @@ class AbstractFloats(ScalarDomain):
                z3.If(z3.Or(ma == 0, mb == 0), self.mk(s, 0),
                z3.If(ma == one, self.mk(s, mb),
                z3.If(mb == one, self.mk(s, ma),
-                     self.mk(s, f(ma, mb) & f(mb, ma)))))))
+                     self.mk(s, self._scaled(ma, mb, f(ma, mb) & f(mb, ma))))))))
 
     def div(self, a, b):
         ma, mb = self.mag(a), self.mag(b)
@@ -239,7 +280,7 @@ class AbstractFloats(ScalarDomain):
                z3.If(mb == 0, self.mk(s, self.INF),
                z3.If(mb == one, self.mk(s, ma),
                z3.If(ma == mb, self.mk(s, one),
-                     self.mk(s, f(ma, mb)))))))))
+                     self.mk(s, self._not_nan(f(ma, mb))))))))))
 
     # -- functions from the special-value table -------------------------------------------------
     def unary(self, fname: str, x):
@@ -256,6 +297,11 @@ class AbstractFloats(ScalarDomain):
             general = self._bounded(self.mk(0, self.mag(f(x))), top)
         else:
             general = self._bounded(f(x), top)
+        pos, neg = special.sign_ranges(rule, self.dtype)
+        if pos is not None or neg is not None:
+            # x is ordinary here (the specials decide ±0), so its sign splits the cases
+            general = z3.If(self.negative(x), self._within(general, neg),
+                            self._within(general, pos))
         if rule.nan_below_zero:
             general = z3.If(self.negative(x), self.nan(), general)
         cases = {
@@ -268,6 +314,25 @@ class AbstractFloats(ScalarDomain):
             cases["+1"] = x == self.mk(0, one)
             cases["-1"] = x == self.mk(1, one)
         return self.with_specials(rule.specials, cases, x, general)
+
+    def _range_mag(self, value: float) -> z3.ExprRef:
+        """The magnitude code of a range end: 0, inf, or an ordered constant's."""
+        if value == 0:
+            return z3.BitVecVal(0, self.k)
+        if math.isinf(value):
+            return z3.BitVecVal(self.INF, self.k)
+        return self.const_mag(value)
+
+    def _within(self, h, rng: tuple[float, float] | None):
+        """`h` where it lies in [low, high] (0 ≤ low: non-negative, NaN excluded), else
+        +low: over every interpretation of the function inside `h`, exactly the functions
+        into the range."""
+        if rng is None:
+            return h
+        assert rng[0] >= 0, "a range of non-negative values"
+        low, high, m = self._range_mag(rng[0]), self._range_mag(rng[1]), self.mag(h)
+        inside = z3.And(z3.Or(self.sign(h) == 0, m == 0), z3.ULE(low, m), z3.ULE(m, high))
+        return z3.If(inside, self.mk(0, m), self.mk(0, low))
 
     def _bounded(self, h, bound: float | None):
         """`h` with a magnitude above `bound`'s (NaN and inf included) replaced by `bound`'s,

@@ -27,6 +27,10 @@ class UnaryRule:
     # |f(x)| ≤ bound on ordinary values, never NaN or inf there (tanh, erf, sin, cos: 1;
     # sigmoid, also nonneg: [0, 1]); only in `BOUND_DTYPES`, where it was measured
     bound: float | None = None
+    # [low, high] of the results on ordinary positive and negative inputs (exp: [1, inf] and
+    # [0, 1]); like `bound`, only in `BOUND_DTYPES`, where it was measured, and never NaN
+    positive_range: tuple[float, float] | None = None
+    negative_range: tuple[float, float] | None = None
     doc: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -35,7 +39,10 @@ _NAN_IN = {"nan": NAN}
 PI_2 = math.pi / 2
 
 UNARY_RULES: dict[str, UnaryRule] = {
-    "exp": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": 0.0, "+0": 1.0, "-0": 1.0}, nonneg=True),
+    # exp(x) ≥ 1 for x > 0 and ≤ 1 for x < 0: e^x is on that side of 1, and 1 is a float, so
+    # no faithful rounding crosses it (measured on TVM's code: tests/test_tir_conformance.py)
+    "exp": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": 0.0, "+0": 1.0, "-0": 1.0}, nonneg=True,
+                     positive_range=(1.0, INF), negative_range=(0.0, 1.0)),
     "log": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": -INF, "-0": -INF, "+1": 0.0,
                       "-1": NAN}, nan_below_zero=True),
     "sqrt": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": "x", "-0": "x", "+1": 1.0,
@@ -91,6 +98,14 @@ def bound(rule: UnaryRule, dtype: str) -> float | None:
     """The range bound `rule` gives its function's results in `dtype`, or None where it
     gives none (no bound, or a dtype outside BOUND_DTYPES)."""
     return rule.bound if dtype in BOUND_DTYPES else None
+
+
+def sign_ranges(rule: UnaryRule, dtype: str) -> tuple[tuple[float, float] | None,
+                                                      tuple[float, float] | None]:
+    """(positive_range, negative_range) of `rule` in `dtype`: None outside BOUND_DTYPES."""
+    if dtype not in BOUND_DTYPES:
+        return None, None
+    return rule.positive_range, rule.negative_range
 
 # Binary functions left uninterpreted (besides the arithmetic that each model handles itself).
 # pow follows C99 F.9.4.4: pow(x, ±0) = 1 for any x (even NaN); pow(+1, y) = 1 for any y.

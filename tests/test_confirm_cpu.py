@@ -152,3 +152,26 @@ def test_log_add_exp_legalization_is_confirmed_to_overflow_on_large_inputs(assum
     assert math.isinf(tgt)
     (ran,) = tvm_bridge.run_vm(legal, "main", [cex.inputs["a"], cex.inputs["b"]])
     assert float(ran[i, j]) == tgt
+
+
+def test_float16_rms_norm_rounding_is_confirmed_on_integral_inputs():
+    """float16 rms_norm rounds otherwise than its specification, but on normal, decimal and
+    large inputs its sums of squares round differently in different orders, so the
+    specification has no single value there (`evaluate.exact_value`). Small integers as
+    floats sum exactly in every order: the integral input set (`confirm._integral_like`)
+    gives the specification a value, and TVM's rsqrt the last bit."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 4), "float16"))
+    w = relax.Var("w", relax.TensorType((4,), "float16"))
+    with bb.function("main", [x, w]):
+        bb.emit_func_output(bb.emit(relax.op.nn.rms_norm(x, w, axes=[1], epsilon=0.001)))
+    src = bb.get()
+    legal = relax.transform.LegalizeOps()(src)
+    zeros = {"x": np.zeros((2, 4), "float16"), "w": np.zeros((4,), "float16")}
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", zeros, 0, (0, 0))
+    c = confirm.confirm_case(src, legal, "main", ["x", "w"], cex)
+    assert (c.confirmed, c.by) == (True, "ieee-spec-cpu"), c
+    for v in cex.inputs.values():
+        assert np.array_equal(v, np.round(v)) and np.abs(v).max() <= 4, v
+    spec, tgt = cex.executed_values
+    assert spec != tgt and math.isfinite(spec) and math.isfinite(tgt)

@@ -9,8 +9,9 @@ as `confirmed_by`):
 2. ``"vm-random-inputs"``: an opaque PrimFunc is an uninterpreted function of whole arrays, so
    the solver's inputs may differ only where the real PrimFunc does not look; a few seeded
    random inputs are tried (standard-normal sets, one of decimal fractions and small
-   integers, where roundings meet integers, and one of large magnitudes, where exp
-   overflows), and inputs that show a difference replace the
+   integers, where roundings meet integers, one of large magnitudes, where exp overflows,
+   and one of small integers as floats, whose sums are exact in every order), and inputs
+   that show a difference replace the
    solver's in the counterexample (its message says so).
 3. The VM cannot show every difference: it legalizes the source too, so a LegalizeOps bug (the
    target's TIR departs from the Relax op's specification) runs identically on both sides.
@@ -47,7 +48,7 @@ from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
-RANDOM_SETS = 3   # standard-normal sets, then one of `_decimal_like` and one of `_large_like` values
+RANDOM_SETS = 3   # standard-normal sets, then one each of `_decimal_like`, `_large_like`, `_integral_like`
 
 # Codes of `Confirmation.by` and what each means (printed in reports).
 HOW = {
@@ -100,6 +101,19 @@ def _decimal_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 # (relax.log_add_exp(1000, 1000) is 1000 + ln 2, its legalization log(exp(1000) + exp(1000))
 # is inf: docs/findings.md)
 _LARGE = np.array([1000.0, -1000.0, 100.0])
+
+
+# Values drawn for the integral input set: small integers as floats, whose sums are exact in
+# every order (a float sum of many terms has one value in every order only then: the source's
+# specification leaves the order open, `evaluate.exact_value`), so a normalization's long sums
+# get a value and its rsqrt, division ... roundings can be compared
+_INTEGRAL = np.array([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0])
+
+
+def _integral_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if not np.issubdtype(a.dtype, np.floating):
+        return _random_like(a, rng)
+    return rng.choice(_INTEGRAL, size=a.shape).astype(a.dtype)
 
 
 def _large_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -279,6 +293,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
     sets.append([_decimal_like(np.asarray(a), rng) for a in inputs])
     sets.append([_large_like(np.asarray(a), rng) for a in inputs])
+    sets.append([_integral_like(np.asarray(a), rng) for a in inputs])
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import z3
@@ -48,7 +48,7 @@ from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
-RANDOM_SETS = 3   # standard-normal sets, then one each of `_decimal_like`, `_large_like`, `_integral_like`
+RANDOM_SETS = 3   # standard-normal sets, then one of each of `DRAWN_SETS`
 
 # Codes of `Confirmation.by` and what each means (printed in reports).
 HOW = {
@@ -95,31 +95,26 @@ def _decimal_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(pool, size=a.shape).astype(a.dtype)
 
 
-# Values drawn for the large input set: magnitudes where exp overflows to inf and underflows
-# to 0 in every float dtype (ln of float16's largest finite value is 11.1, of float32's 88.7),
-# and squares overflow float16; few of them, so that elementwise operands often meet equal
-# (relax.log_add_exp(1000, 1000) is 1000 + ln 2, its legalization log(exp(1000) + exp(1000))
-# is inf: docs/findings.md)
-_LARGE = np.array([1000.0, -1000.0, 100.0])
+def _floats_from(pool: np.ndarray) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
+    """An input set whose float tensors draw from `pool`; integers and bools stay as in the
+    normal sets (small: they index and count)."""
+    def like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if not np.issubdtype(a.dtype, np.floating):
+            return _random_like(a, rng)
+        return rng.choice(pool, size=a.shape).astype(a.dtype)
+    return like
 
 
-# Values drawn for the integral input set: small integers as floats, whose sums are exact in
-# every order (a float sum of many terms has one value in every order only then: the source's
-# specification leaves the order open, `evaluate.exact_value`), so a normalization's long sums
-# get a value and its rsqrt, division ... roundings can be compared
-_INTEGRAL = np.array([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0])
-
-
-def _integral_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    if not np.issubdtype(a.dtype, np.floating):
-        return _random_like(a, rng)
-    return rng.choice(_INTEGRAL, size=a.shape).astype(a.dtype)
-
-
-def _large_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    if not np.issubdtype(a.dtype, np.floating):
-        return _random_like(a, rng)     # integers stay small: they index and count
-    return rng.choice(_LARGE, size=a.shape).astype(a.dtype)
+# Large magnitudes: exp overflows to inf and underflows to 0 there in every float dtype (ln of
+# float16's largest finite value is 11.1, of float32's 88.7), and squares overflow float16;
+# few values, so that elementwise operands often meet equal (relax.log_add_exp(1000, 1000)
+# is 1000 + ln 2, its legalization log(exp(1000) + exp(1000)) is inf: docs/findings.md)
+_large_like = _floats_from(np.array([1000.0, -1000.0, 100.0]))
+# Small integers as floats: their sums are exact in every order (a float sum of many terms
+# has one value in every order only then: the source's specification leaves the order open,
+# `evaluate.exact_value`), so a normalization's long sums get a value and its rsqrt,
+# division ... roundings can be compared
+_integral_like = _floats_from(np.array([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0]))
 
 
 def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -128,6 +123,10 @@ def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if np.issubdtype(a.dtype, np.integer):
         return rng.integers(0, 4, size=a.shape).astype(a.dtype)
     return rng.standard_normal(a.shape).astype(a.dtype) * 2
+
+
+# the input sets tried after the normal ones, in this order
+DRAWN_SETS = (_decimal_like, _large_like, _integral_like)
 
 
 def first_difference(src: list[np.ndarray], tgt: list[np.ndarray], assume: tuple[str, ...] = ()
@@ -291,9 +290,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         return Confirmation(None, "not-run", "tuple inputs are not run")
     rng = np.random.default_rng(0)
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
-    sets.append([_decimal_like(np.asarray(a), rng) for a in inputs])
-    sets.append([_large_like(np.asarray(a), rng) for a in inputs])
-    sets.append([_integral_like(np.asarray(a), rng) for a in inputs])
+    sets += [[draw(np.asarray(a), rng) for a in inputs] for draw in DRAWN_SETS]
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out

@@ -43,7 +43,8 @@ def probe(inputs: Sequence[tuple[str, Tensor]], outputs: Sequence[tuple[Tensor, 
             v = value if is_float(t.dtype) else 0
             dom = domain(t.dtype)
             subst.append((t.arr, z3.K(INDEX, dom.const(v))))
-            concrete[name] = np.full(t.shape, v, dtype=numpy_dtype(t.dtype))
+            with np.errstate(over="ignore"):   # ±FLT_MAX is ±inf in float16, as dom.const
+                concrete[name] = np.full(t.shape, v, dtype=numpy_dtype(t.dtype))
         ok = z3.simplify(z3.substitute(z3.And(*conditions), *subst)) if conditions else z3.BoolVal(True)
         if not z3.is_true(ok):
             continue

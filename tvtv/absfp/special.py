@@ -28,7 +28,8 @@ class UnaryRule:
     # sigmoid, also nonneg: [0, 1]); only in `BOUND_DTYPES`, where it was measured
     bound: float | None = None
     # [low, high] of the results on ordinary positive and negative inputs (exp: [1, inf] and
-    # [0, 1]); like `bound`, only in `BOUND_DTYPES`, where it was measured, and never NaN
+    # [0, 1]); like `bound`, only in `BOUND_DTYPES`, where it was measured, and never NaN;
+    # the abstract model states them, the IEEE model leaves them out (they slow its queries)
     positive_range: tuple[float, float] | None = None
     negative_range: tuple[float, float] | None = None
     doc: str = ""

@@ -188,20 +188,25 @@ def _finite_values(dtype: str) -> np.ndarray:
     return a[np.isfinite(a.astype(np.float32))]
 
 
+def _legalized_on_the_vm(names: list[str], a: np.ndarray, dtype: str) -> list[np.ndarray]:
+    """The Relax unary ops `names` of the 1-D array `a`, legalized and run on the VM."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((len(a),), dtype))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            outs = [bb.emit(getattr(relax.op, n)(x)) for n in names]
+            gv = bb.emit_output(relax.Tuple(outs))
+        bb.emit_func_output(gv)
+    return tvm_bridge.run_vm(relax.transform.LegalizeOps()(bb.get()), "main", [a])
+
+
 @pytest.mark.parametrize("dtype", sorted(BOUND_DTYPES))
 def test_bounded_functions_stay_in_range_on_the_vm(dtype):
     """The range facts the encoding assumes (`UnaryRule.bound`: |tanh|, |erf|, |sin|, |cos|
     ≤ 1, sigmoid in [0, 1], never NaN on a finite argument) hold for TVM's legalized
     operators on the VM."""
     a = _finite_values(dtype)
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((len(a),), dtype))
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            outs = [bb.emit(getattr(relax.op, n)(x)) for n in BOUNDED]
-            gv = bb.emit_output(relax.Tuple(outs))
-        bb.emit_func_output(gv)
-    results = tvm_bridge.run_vm(relax.transform.LegalizeOps()(bb.get()), "main", [a])
+    results = _legalized_on_the_vm(BOUNDED, a, dtype)
     for name, r in zip(BOUNDED, results):
         r = r.astype(np.float64)
         bound = UNARY_RULES[name].bound
@@ -223,14 +228,7 @@ def test_sign_ranged_functions_stay_in_range_on_the_vm(dtype):
     assert SIGN_RANGED, "no function has a sign range"
     a = _finite_values(dtype)
     a = a[a.astype(np.float32) != 0]
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((len(a),), dtype))
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            outs = [bb.emit(getattr(relax.op, n)(x)) for n in SIGN_RANGED]
-            gv = bb.emit_output(relax.Tuple(outs))
-        bb.emit_func_output(gv)
-    results = tvm_bridge.run_vm(relax.transform.LegalizeOps()(bb.get()), "main", [a])
+    results = _legalized_on_the_vm(SIGN_RANGED, a, dtype)
     xs = a.astype(np.float64)
     for name, r in zip(SIGN_RANGED, results):
         r = r.astype(np.float64)

@@ -58,6 +58,12 @@ def round_to(value: float, dtype: str) -> float:
         return float(np.asarray(value, dtype=numpy_dtype(dtype)))
 
 
+def _clamp(m: z3.BitVecRef, low: z3.BitVecRef, high: z3.BitVecRef) -> z3.BitVecRef:
+    """The magnitude code `m` where low ≤ m ≤ high, else `low`: over every interpretation of
+    the function inside `m`, exactly the functions into [low, high] (no axiom needed)."""
+    return z3.If(z3.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
+
+
 # the most nodes a term `_unit_sign` simplifies may have (a constant is `mk(sign, magnitude)`:
 # 3 nodes; negated, 5)
 UNIT_TERM_NODES = 16
@@ -210,7 +216,7 @@ class AbstractFloats(ScalarDomain):
         big = z3.If(z3.UGE(ma, mb), ma, mb)
         low = z3.If(same_sign, big, z3.BitVecVal(1, self.k))
         high = z3.If(same_sign, z3.BitVecVal(self.INF, self.k), big)
-        return z3.If(z3.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
+        return _clamp(m, low, high)
 
     def _scaled(self, ma, mb, m):
         """The magnitude `m` of a product of finite nonzero magnitudes `ma`, `mb` (neither 1),
@@ -228,7 +234,7 @@ class AbstractFloats(ScalarDomain):
             return z3.If(z3.ULE(p, q), p, q)
         low = umax(z3.If(z3.UGE(mb, one), ma, zero), z3.If(z3.UGE(ma, one), mb, zero))
         high = umin(z3.If(z3.ULE(mb, one), ma, inf), z3.If(z3.ULE(ma, one), mb, inf))
-        return z3.If(z3.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
+        return _clamp(m, low, high)
 
     def sub(self, a, b):
         # IEEE 754: x - y is x + (-y), NaN operands included.

@@ -117,6 +117,42 @@ def test_floor_divide_legalization_is_confirmed_on_decimal_inputs():
     assert cex.executed_values == (float(np.floor_divide(x, y)), float(np.floor(x / y)))
 
 
+def _floor_divide_1x1_float16():
+    bb = relax.BlockBuilder()
+    a = relax.Var("a", relax.TensorType((1,), "float16"))
+    b = relax.Var("b", relax.TensorType((1, 1), "float16"))
+    with bb.function("main", [a, b]):
+        bb.emit_func_output(bb.emit(relax.op.floor_divide(a, b)))
+    return bb.get()
+
+
+@pytest.mark.parametrize("draws,want", [(confirm.MAX_DRAWS, (True, "ieee-spec-cpu")),
+                                        (1, (False, "none"))], ids=["redrawn", "one-draw"])
+def test_tiny_tensors_are_drawn_until_a_rare_pair_shows(monkeypatch, draws, want):
+    """float16 floor_divide differs from TIR's floor(a / b) on 10 of the decimal pool's 144
+    pairs; one-element operands meet one pair per drawn set, so one set each does not show
+    it (the twin, measured), and the sets drawn again for tiny tensors do
+    (`confirm.draws_per_set`)."""
+    monkeypatch.setattr(confirm, "MAX_DRAWS", draws)
+    src = _floor_divide_1x1_float16()
+    legal = relax.transform.LegalizeOps()(src)
+    ones = {"a": np.ones((1,), "float16"), "b": np.ones((1, 1), "float16")}
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", ones, 0, (0, 0))
+    c = confirm.confirm_case(src, legal, "main", ["a", "b"], cex)
+    assert (c.confirmed, c.by) == want, c
+    if c.confirmed:
+        x, y = cex.inputs["a"][0], cex.inputs["b"][0, 0]
+        assert cex.executed_values == (float(np.floor_divide(x, y)), float(np.floor(x / y)))
+
+
+def test_draws_per_set_shrink_with_the_largest_input():
+    one, big = np.zeros((1,), "float32"), np.zeros((8, 8), "float32")
+    assert confirm.draws_per_set([one]) == confirm.MAX_DRAWS
+    assert confirm.draws_per_set([one, np.zeros((4,))]) == confirm.DRAWN_ELEMENTS // 4
+    assert confirm.draws_per_set([one, big]) == 1
+    assert confirm.draws_per_set([]) == confirm.MAX_DRAWS
+
+
 def test_a_pass_that_keeps_gelu_tanh_is_not_blamed_for_its_legalization():
     """Source and target both hold the Relax gelu_tanh (a pass that left it alone): the VM
     runs its legalization on both sides, whose rounding differs from the specification, but
@@ -154,12 +190,15 @@ def test_log_add_exp_legalization_is_confirmed_to_overflow_on_large_inputs(assum
     assert float(ran[i, j]) == tgt
 
 
-def test_float16_rms_norm_rounding_is_confirmed_on_integral_inputs():
+def test_float16_rms_norm_rounding_is_confirmed_on_integral_inputs(monkeypatch):
     """float16 rms_norm rounds otherwise than its specification, but on normal, decimal and
     large inputs its sums of squares round differently in different orders, so the
     specification has no single value there (`evaluate.exact_value`). Small integers as
     floats sum exactly in every order: the integral input set (`confirm._integral_like`)
-    gives the specification a value, and TVM's rsqrt the last bit."""
+    gives the specification a value, and TVM's rsqrt the last bit. (One draw of each set:
+    drawn again, a decimal set may happen to sum exactly too, and this test is about the
+    integral set.)"""
+    monkeypatch.setattr(confirm, "MAX_DRAWS", 1)
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((2, 4), "float16"))
     w = relax.Var("w", relax.TensorType((4,), "float16"))

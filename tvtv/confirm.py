@@ -48,7 +48,7 @@ from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
 
-RANDOM_SETS = 3   # standard-normal sets, then one of each of `DRAWN_SETS`
+RANDOM_SETS = 3   # standard-normal sets, then each of `DRAWN_SETS` (`draws_per_set` times)
 
 # Codes of `Confirmation.by` and what each means (printed in reports).
 HOW = {
@@ -127,6 +127,20 @@ def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 # the input sets tried after the normal ones, in this order
 DRAWN_SETS = (_decimal_like, _large_like, _integral_like)
+# A drawn set tries one pool value per element, so a difference that only a few pairs of
+# pool values show needs more sets on tiny tensors: float16 floor_divide differs from
+# TIR's floor(a / b) on 10 of the decimal pool's 144 pairs (-1 // 0.1: numpy -11, TIR -10),
+# and a one-element operand meets one pair per set. Each drawn set is drawn until about
+# `DRAWN_ELEMENTS` elements of the largest input were tried, at most `MAX_DRAWS` times
+# (the sets of tiny tensors are cheap to run and evaluate).
+DRAWN_ELEMENTS = 64
+MAX_DRAWS = 32
+
+
+def draws_per_set(inputs: list[Any]) -> int:
+    """How many times each of `DRAWN_SETS` is drawn for these inputs (see DRAWN_ELEMENTS)."""
+    largest = max((np.asarray(a).size for a in inputs), default=1)
+    return max(1, min(MAX_DRAWS, -(-DRAWN_ELEMENTS // max(largest, 1))))
 
 
 def first_difference(src: list[np.ndarray], tgt: list[np.ndarray], assume: tuple[str, ...] = ()
@@ -290,7 +304,8 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         return Confirmation(None, "not-run", "tuple inputs are not run")
     rng = np.random.default_rng(0)
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
-    sets += [[draw(np.asarray(a), rng) for a in inputs] for draw in DRAWN_SETS]
+    sets += [[draw(np.asarray(a), rng) for a in inputs]
+             for draw in DRAWN_SETS for _ in range(draws_per_set(inputs))]
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out

@@ -159,6 +159,75 @@ def test_max_with_flt_max_is_the_plain_select_for_every_float(enc, big, order):
     assert s.check() == z3.unsat
 
 
+def _loop_from_bound(dom, kind: str, n: int, acc_first: bool = True):
+    """(terms, TIR's loop `acc = T.max(acc, x_k)` from -FLT_MAX (min: from +FLT_MAX) as
+    `reduction.tir_reduce` states it, the plain fold of selects from that bound)."""
+    from tvtv.encode import reduction
+    from tvtv.encode.context import EncodeContext
+    from tvtv.encode.tensor import idx
+    big = float(np.finfo(numpy_dtype(dom.dtype)).max)
+    init = dom.const(-big if kind == "max" else big)
+    tir = intrinsics.tir_max if kind == "max" else intrinsics.tir_min
+    better = dom.gt if kind == "max" else dom.lt
+    xs = [z3.FP(f"x{k}", dom.sort) for k in range(n)]
+    step = (lambda a, t: tir(dom, a, t)) if acc_first else (lambda a, t: tir(dom, t, a))
+    ctx = EncodeContext(IEEEModel())
+    got = reduction.tir_reduce(ctx, kind, dom.dtype, init, n, lambda r: xs[r.as_long()], step)
+    plain = init
+    for x in xs:
+        plain = z3.If(better(plain, x), plain, x) if acc_first else z3.If(better(x, plain), x, plain)
+    return xs, got, plain
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_max_loop_from_flt_max_is_the_specifications_chain_for_every_float(dtype, kind, n):
+    """TIR's max loop from -FLT_MAX is stated as `all terms -inf ? -FLT_MAX : the
+    specification's select chain` (`reduction._from_finite_bound`): that must be the loop's
+    value for every input, NaNs, infinities and zero signs included (a proof, not a sample).
+    The twin, the same on the condition `chain == -inf`, is refuted ([NaN, -inf])."""
+    from tvtv.encode import reduction
+    dom = IEEEModel().domain(dtype)
+    xs, got, plain = _loop_from_bound(dom, kind, n)
+    chain = reduction.select_chain(dom, xs, kind)
+    assert any(z3.eq(chain, t) for t in _subterms(got))   # the rewrite is in force
+    s = z3.Solver()
+    s.add(z3.Not(dom.same(got, plain)))
+    assert s.check() == z3.unsat
+    big = float(np.finfo(numpy_dtype(dtype)).max)
+    bound = dom.const(-big if kind == "max" else big)
+    inf = dom.const(float("-inf") if kind == "max" else float("inf"))
+    on_chain = z3.If(dom.same(chain, inf), bound, chain)
+    s = z3.Solver()
+    s.add(z3.Not(dom.same(on_chain, plain)))
+    assert s.check() == z3.sat
+
+
+def test_max_loop_with_the_accumulator_second_is_not_restated():
+    """`T.max(x, acc)` keeps the earlier of two equal terms (+0 before -0) and drops a NaN
+    the other way: the specification's chain is not its value, so it stays the plain loop."""
+    xs, got, plain = _loop_from_bound(DOM, "max", 3, acc_first=False)
+    s = z3.Solver()
+    s.add(z3.Not(DOM.same(got, plain)))
+    assert s.check() == z3.unsat
+    from tvtv.encode import reduction
+    chain = reduction.select_chain(DOM, xs, "max")
+    assert not any(z3.eq(chain, t) for t in _subterms(got))
+
+
+def _subterms(t: z3.ExprRef) -> list[z3.ExprRef]:
+    out, todo, seen = [], [t], set()
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        out.append(e)
+        todo.extend(e.children())
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(intrinsics.SPECIAL_OVERRIDES))
 def test_override_is_the_function_of_the_argument_without_zero_sign(name):
     """tanh/atanh of TVM's code, f(-0) = +0 and f elsewhere, is encoded as f(x with -0 made

@@ -18,6 +18,7 @@ import numpy as np
 import z3
 
 from tvtv.absfp.dtypes import is_float, numpy_dtype
+from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.bijection import all_elements
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import INDEX, idx, lambda_over_index
@@ -191,7 +192,7 @@ def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -
     return general
 
 
-def select_chain(dom, terms: list[z3.ExprRef], kind: str) -> z3.ExprRef:
+def select_chain(dom: ScalarDomain, terms: list[z3.ExprRef], kind: str) -> z3.ExprRef:
     """The left fold of `acc > t ? acc : t` (max; `<` for min) from the first term: the bare
     chain of selects both `reduce_fold` and TIR's max/min loops are stated with."""
     better = dom.gt if kind == "max" else dom.lt
@@ -201,7 +202,7 @@ def select_chain(dom, terms: list[z3.ExprRef], kind: str) -> z3.ExprRef:
     return acc
 
 
-def _from_finite_bound(dom, init: z3.ExprRef, kind: str, n: int, elem: Elem,
+def _from_finite_bound(dom: ScalarDomain, init: z3.ExprRef, kind: str, n: int, elem: Elem,
                        step: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef]) -> z3.ExprRef | None:
     """TIR's max loop from -FLT_MAX (min from +FLT_MAX), stated through the specification's
     select chain, or None when `init` is not that bound or `step` is not `acc > t ? acc : t`.
@@ -214,7 +215,10 @@ def _from_finite_bound(dom, init: z3.ExprRef, kind: str, n: int, elem: Elem,
     steps. (The chain alone being -inf is not the condition: [NaN, -inf] gives -inf both ways.)
     The specification's max shares the chain, so the two meet term for term and the solver
     decides only the all -inf case: a row of 4 in softmax's legalization was proved in 82 s,
-    now 13 s. tests/test_tir_conformance.py proves this form equal to the loop."""
+    now 13 s. tests/test_tir_conformance.py proves this form equal to the loop in IEEE
+    arithmetic; the abstract model keeps -FLT_MAX the least finite value too. (The real
+    model has finite values below -FLT_MAX, no overflow: there this form, like `tir_max`'s
+    with -FLT_MAX, takes IEEE's view that only -inf is below.)"""
     big = float(np.finfo(numpy_dtype(dom.dtype)).max)
     bound = dom.const(-big if kind == "max" else big)
     if n < 2 or not z3.eq(init, bound):

@@ -304,8 +304,8 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         return Confirmation(None, "not-run", "tuple inputs are not run")
     rng = np.random.default_rng(0)
     sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
-    sets += [[draw(np.asarray(a), rng) for a in inputs]
-             for draw in DRAWN_SETS for _ in range(draws_per_set(inputs))]
+    draws = draws_per_set(inputs)
+    sets += [[draw(np.asarray(a), rng) for a in inputs] for draw in DRAWN_SETS for _ in range(draws)]
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError:   # a module whose tensor constants cannot be written out

@@ -104,6 +104,11 @@ class ScalarDomain(ABC):
     def is_inf(self, a: z3.ExprRef) -> z3.BoolRef:
         return z3.BoolVal(False)
 
+    def is_signed_inf(self, a: z3.ExprRef, sign: int) -> z3.BoolRef:
+        """`a` is -inf (sign -1) or +inf (sign 1)."""
+        zero = self.const(0.0)
+        return z3.And(self.is_inf(a), self.lt(a, zero) if sign < 0 else self.gt(a, zero))
+
     def same(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
         """Refinement equality: both NaN (payloads unobserved), or the very same value
         (+0.0 and -0.0 differ)."""

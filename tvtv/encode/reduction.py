@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 import z3
 
-from tvtv.absfp.dtypes import is_float, numpy_dtype
+from tvtv.absfp.dtypes import FLOAT_FORMATS, is_float
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.bijection import all_elements
 from tvtv.encode.context import EncodeContext
@@ -219,7 +218,7 @@ def _from_finite_bound(dom: ScalarDomain, init: z3.ExprRef, kind: str, n: int, e
     arithmetic; the abstract model keeps -FLT_MAX the least finite value too. (The real
     model has finite values below -FLT_MAX, no overflow: there this form, like `tir_max`'s
     with -FLT_MAX, takes IEEE's view that only -inf is below.)"""
-    big = float(np.finfo(numpy_dtype(dom.dtype)).max)
+    big = FLOAT_FORMATS[dom.dtype].max_value
     bound = dom.const(-big if kind == "max" else big)
     if n < 2 or not z3.eq(init, bound):
         return None
@@ -228,9 +227,7 @@ def _from_finite_bound(dom: ScalarDomain, init: z3.ExprRef, kind: str, n: int, e
     if not z3.eq(step(a, t), z3.If(better(a, t), a, t)):
         return None   # `T.max(t, acc)`: ties and NaNs go the other way
     terms = [elem(idx(k)) for k in range(n)]
-    zero = dom.const(0.0)
-    at_inf = z3.And(*[z3.And(dom.is_inf(x), dom.lt(x, zero) if kind == "max" else dom.gt(x, zero))
-                      for x in terms])
+    at_inf = z3.And(*[dom.is_signed_inf(x, -1 if kind == "max" else 1) for x in terms])
     return z3.If(at_inf, bound, select_chain(dom, terms, kind))
 
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import numpy as np
 import z3
 
-from tvtv.absfp.dtypes import is_float, numpy_dtype
+from tvtv.absfp.dtypes import FLOAT_FORMATS, is_float
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.absfp.special import UNARY_RULES
 from tvtv.encode.ops.elementwise import atan2_float, fmod, plus_zero, pow_float   # the Relax ops' C99
@@ -33,21 +32,13 @@ Term = z3.ExprRef
 
 
 def _max_finite(dom: ScalarDomain) -> float | None:
-    if not is_float(dom.dtype):
-        return None
-    return float(np.finfo(numpy_dtype(dom.dtype)).max)
+    return FLOAT_FORMATS[dom.dtype].max_value if is_float(dom.dtype) else None
 
 
 def _is_const(dom: ScalarDomain, t: Term, value: float) -> bool:
     # structurally: the TIR interpreter builds a literal with `dom.const`, and simplifying
     # every operand of every T.max would cost a pass over the accumulated term per step
     return z3.eq(t, dom.const(value))
-
-
-def _is_inf(dom: ScalarDomain, t: Term, sign: int) -> z3.BoolRef:
-    """`t` is -inf (sign -1) or +inf (sign 1)."""
-    zero = dom.const(0.0)
-    return z3.And(dom.is_inf(t), dom.lt(t, zero) if sign < 0 else dom.gt(t, zero))
 
 
 def tir_max(dom: ScalarDomain, a: Term, b: Term) -> Term:
@@ -62,9 +53,9 @@ def tir_max(dom: ScalarDomain, a: Term, b: Term) -> Term:
     if big is not None:
         low = dom.const(-big)
         if _is_const(dom, a, -big):
-            return z3.If(_is_inf(dom, b, -1), low, b)
+            return z3.If(dom.is_signed_inf(b, -1), low, b)
         if _is_const(dom, b, -big):
-            return z3.If(z3.Or(dom.is_nan(a), _is_inf(dom, a, -1)), low, a)
+            return z3.If(z3.Or(dom.is_nan(a), dom.is_signed_inf(a, -1)), low, a)
     return z3.If(dom.gt(a, b), a, b)
 
 
@@ -75,9 +66,9 @@ def tir_min(dom: ScalarDomain, a: Term, b: Term) -> Term:
     if big is not None:
         high = dom.const(big)
         if _is_const(dom, a, big):
-            return z3.If(_is_inf(dom, b, 1), high, b)
+            return z3.If(dom.is_signed_inf(b, 1), high, b)
         if _is_const(dom, b, big):
-            return z3.If(z3.Or(dom.is_nan(a), _is_inf(dom, a, 1)), high, a)
+            return z3.If(z3.Or(dom.is_nan(a), dom.is_signed_inf(a, 1)), high, a)
     return z3.If(dom.lt(a, b), a, b)
 
 

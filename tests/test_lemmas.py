@@ -742,7 +742,7 @@ def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
     check = refinement._check
 
     def recording(q):
-        symbolic.append("tvtv_out0_index" in q.z3.sexpr())
+        symbolic.append("tvtv_out0_index" in q.sexpr())
         return check(q)
     monkeypatch.setattr(refinement, "_check", recording)
     # late in a long test session a probe's set-up alone can pass 0.25 s (seen once in the

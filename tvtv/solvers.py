@@ -11,10 +11,15 @@ cvc5 decides; when it says *sat*, the counterexample is read from Z3's model of 
 query (Z3 is asked with the same timeout; if it cannot find one the query stays undecided).
 `both` asks both solvers and records a disagreement (one says sat, the other unsat), which
 the verdict reports instead of trusting either, as mlir-tv's "inconsistent output" does.
+
+Z3 itself is asked in stages (`Z3_STRATEGIES`, `z3_slices`): its default solver first, briefly,
+then its `qfufbv` tactic, then the default solver again with the time left. Each stage is a
+complete Z3 solver on the same facts, so the first sat or unsat answer is the query's answer.
 """
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Sequence
 
 import z3
@@ -22,6 +27,43 @@ import z3
 from tvtv.errors import Unsupported
 
 SOLVERS = ("z3", "cvc5", "both")
+
+# Z3's strategies, tried in turn on one query: a portfolio in time, not in parallel (two cores,
+# and checks already run two jobs). Neither is better on every query tvtv asks:
+# - "smt", Z3's default solver, decides nearly all of them fast: on the zero pipeline's 30
+#   seed-0 graphs, 3,134 queries took 28 s in all and one took over 1 s. On one zero graph's
+#   symbolic-index query it took 0.2 s where the tactic timed out after 60 s.
+# - "qfufbv", Z3's tactic for quantifier-free bit-vectors with uninterpreted functions
+#   (simplification, Ackermann reduction of the functions, bit-blasting to SAT), decides the
+#   element queries relu's NaN difference leaves at a matmul's sum of products
+#   (tests/test_lemmas.py's `Graph`) in 0.9-2.1 s each, where the default took 4-18 s.
+# `z3_slices` gives the first strategy FIRST_SLICE seconds, the second half of what is left
+# (at least SECOND_SLICE), and the first again the rest. `bench/z3_strategies.py` measures it.
+Z3_STRATEGIES: tuple[str, ...] = ("smt", "qfufbv")
+FIRST_SLICE = 1.0
+SECOND_SLICE = 2.0
+# a stage shorter than this is not started
+MIN_SLICE = 0.05
+
+
+def z3_slices(timeout: float, strategies: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """The stages of a Z3 query of `timeout` seconds: (strategy, seconds) in order, if each
+    stage before used all of its time."""
+    strategies = tuple(strategies) or Z3_STRATEGIES
+    if len(strategies) == 1 or timeout <= FIRST_SLICE + MIN_SLICE:
+        return [(strategies[0], timeout)]
+    first = FIRST_SLICE
+    left = timeout - first
+    second = min(left, max(SECOND_SLICE, left / 2))
+    stages = [(strategies[0], first), (strategies[1], second)]
+    if left - second >= MIN_SLICE:
+        stages.append((strategies[0], left - second))
+    return stages
+
+
+def _z3_solver(strategy: str) -> z3.Solver:
+    """A fresh Z3 solver for `strategy`: "smt" (the default solver) or a tactic's name."""
+    return z3.Solver() if strategy == "smt" else z3.Tactic(strategy).solver()
 
 
 class Query:
@@ -32,28 +74,55 @@ class Query:
             raise ValueError(f"unknown solver {backend!r} (choose from {', '.join(SOLVERS)})")
         self.backend = backend
         self.timeout = timeout
-        self.z3 = z3.Solver()
-        self.z3.set("timeout", max(1, int(timeout * 1000)))
         self.facts: list[z3.BoolRef] = []
         self.answers: dict[str, str] = {}
         self.disagreement: str | None = None
         self._reason = ""
+        self._answered: z3.Solver | None = None   # the Z3 stage that decided, for its model
+        self.strategy = ""                         # ... and its strategy
 
     def add(self, *facts: z3.BoolRef) -> None:
         self.facts.extend(facts)
-        self.z3.add(*facts)
 
     def reason_unknown(self) -> str:
         return self._reason
 
+    def sexpr(self) -> str:
+        """The facts as SMT-LIB text."""
+        q = z3.Solver()
+        q.add(*self.facts)
+        return q.sexpr()
+
     def model(self) -> z3.ModelRef:
-        return self.z3.model()
+        if self._answered is None:
+            raise z3.Z3Exception("no Z3 model: the query was not found satisfiable by Z3")
+        return self._answered.model()
+
+    def _check_z3(self) -> tuple[z3.CheckSatResult, str]:
+        """Z3's answer in stages (`z3_slices`), and the last stage's reason when unknown."""
+        deadline = time.perf_counter() + self.timeout
+        solvers: dict[str, z3.Solver] = {}
+        reason = ""
+        for strategy, seconds in z3_slices(self.timeout):
+            seconds = min(seconds, deadline - time.perf_counter())
+            if seconds < MIN_SLICE and solvers:
+                break
+            if strategy not in solvers:      # the default solver is asked again as it is
+                solvers[strategy] = _z3_solver(strategy)
+                solvers[strategy].add(*self.facts)
+            q = solvers[strategy]
+            q.set("timeout", max(1, int(seconds * 1000)))
+            r = q.check()
+            if r != z3.unknown:
+                self._answered, self.strategy = q, strategy
+                return r, ""
+            reason = q.reason_unknown()
+        return z3.unknown, reason
 
     def check(self) -> z3.CheckSatResult:
         if self.backend == "z3":
-            r = self.z3.check()
+            r, self._reason = self._check_z3()
             self.answers["z3"] = str(r)
-            self._reason = self.z3.reason_unknown() if r == z3.unknown else ""
             return r
         c = check_cvc5(self.facts, self.timeout)
         self.answers["cvc5"] = str(c)
@@ -61,7 +130,7 @@ class Query:
             if c == z3.unknown:
                 self._reason = "cvc5: unknown (timeout, or a query it cannot read)"
             return c
-        z = self.z3.check()    # cvc5 said sat (a model is needed), or both solvers are asked
+        z, z_reason = self._check_z3()    # cvc5 said sat (a model is needed), or both are asked
         self.answers["z3"] = str(z)
         if z != z3.unknown and c != z3.unknown and z != c:
             self.disagreement = f"z3 says {z}, cvc5 says {c}"
@@ -71,7 +140,7 @@ class Query:
             self._reason = "cvc5 found the query satisfiable but z3 gave no model to decode"
             return z3.unknown
         if z == z3.unknown and c == z3.unknown:
-            self._reason = f"z3: {self.z3.reason_unknown()}; cvc5: unknown"
+            self._reason = f"z3: {z_reason}; cvc5: unknown"
         return z if z != z3.unknown else c
 
 

@@ -1,0 +1,73 @@
+"""Z3 asked in stages (tvtv/solvers.py: `Z3_STRATEGIES`, `z3_slices`): the default solver
+briefly, then the `qfufbv` tactic, then the default solver with the time left.
+
+Each stage must be a complete solver on its own: the same answers, and a model that satisfies
+the facts and decodes to a counterexample the check can confirm."""
+from __future__ import annotations
+
+import pytest
+import z3
+
+from tests.test_models import AddZero, Identity, SumLeft, SumRight, verdict
+from tvtv import solvers
+from tvtv.absfp.abstract import AbstractModel
+from tvtv.solvers import Query, z3_slices
+
+
+def test_slices_start_briefly_with_the_default_solver():
+    assert z3_slices(15.0) == [("smt", 1.0), ("qfufbv", 7.0), ("smt", 7.0)]
+    assert z3_slices(2.5) == [("smt", 1.0), ("qfufbv", 1.5)]
+    assert z3_slices(0.5) == [("smt", 0.5)]           # too short to split
+    assert z3_slices(15.0, ("smt",)) == [("smt", 15.0)]
+    for t in (1.2, 3.0, 15.0, 60.0):
+        assert sum(s for _, s in z3_slices(t)) == pytest.approx(t)
+
+
+def _element_query(dom, differ: bool) -> list[z3.BoolRef]:
+    """`(a + b) * c` against itself with the operands of + exchanged (equal: the abstract +
+    is commutative by construction), or against `(a + c) * b` (different)."""
+    a, b, c = (dom.var(n) for n in "abc")
+    lhs = dom.mul(dom.add(a, b), c)
+    rhs = dom.mul(dom.add(a, c), b) if differ else dom.mul(dom.add(b, a), c)
+    return [z3.Not(dom.same(lhs, rhs))]
+
+
+@pytest.mark.parametrize("first", ["smt", "qfufbv"])
+def test_each_strategy_decides_alone_and_its_model_satisfies_the_facts(monkeypatch, first):
+    monkeypatch.setattr(solvers, "Z3_STRATEGIES", (first,))
+    model = AbstractModel()
+    dom = model.domain("float32")
+    facts = _element_query(dom, differ=False)
+    q = Query("z3", 20)
+    q.add(*model.preconditions(), *facts)
+    assert q.check() == z3.unsat and q.strategy == first
+    facts = _element_query(dom, differ=True)
+    q = Query("z3", 20)
+    q.add(*model.preconditions(), *facts)
+    assert q.check() == z3.sat and q.strategy == first
+    m = q.model()
+    assert all(z3.is_true(m.eval(f, model_completion=True)) for f in q.facts)
+
+
+@pytest.mark.parametrize("order", [("qfufbv", "smt"), ("smt", "qfufbv")])
+def test_checks_agree_whichever_strategy_goes_first(monkeypatch, order):
+    """The twin of the proofs: a broken target is refuted through the tactic's model too
+    (x + 0 differs from x at x = -0)."""
+    monkeypatch.setattr(solvers, "Z3_STRATEGIES", order)
+    monkeypatch.setattr(solvers, "FIRST_SLICE", 5.0)
+    assert verdict(SumLeft, SumRight, fp="real").verdict == "proved"
+    r = verdict(Identity, AddZero)
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.counterexample.inputs["x"][r.counterexample.index] == 0.0
+
+
+def test_an_undecided_query_is_unknown_with_the_last_stages_reason():
+    # factoring the product of two 31-bit primes: undecided after 5 s (measured)
+    x, y = z3.BitVecs("x y", 32)
+    q = Query("z3", 1.3)             # the default solver 1 s, then the tactic 0.3 s
+    q.add(z3.ZeroExt(32, x) * z3.ZeroExt(32, y) == 1362286843 * 1524616343,
+          z3.ULT(1, x), z3.ULT(1, y))
+    assert q.check() == z3.unknown
+    assert q.reason_unknown() in ("timeout", "canceled")
+    with pytest.raises(z3.Z3Exception):
+        q.model()

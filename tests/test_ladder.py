@@ -92,6 +92,16 @@ def test_unconfirmed_abstract_counterexample_after_ieee_timeout_is_unknown():
     assert "unconfirmed counterexample" in r.reason and "timed out" in r.reason
 
 
+def test_a_counterexample_that_could_not_be_run_says_why():
+    r = _abstract_cex_result(["fp: abstract, 12 magnitude bits", IEEE_TIMED_OUT])
+    r.counterexample.not_run_detail = "the source does not run on the VM: out of memory"
+    r.confirmed = None
+    _demote_unshown(r)
+    assert r.verdict == "unknown"
+    assert r.reason.endswith("it could not be run on the VM (the source does not run on the "
+                             "VM: out of memory)")
+
+
 def test_confirmed_or_ieee_decided_counterexamples_stand():
     r = _abstract_cex_result(["fp: abstract, 12 magnitude bits", IEEE_TIMED_OUT])
     r.confirmed = True                       # the VM shows it

@@ -228,7 +228,8 @@ def _demote_unshown(r: Result) -> None:
         "the IEEE model does not separate source and target on its inputs for every value of " \
         "the uninterpreted functions"
     shown = "neither execution on the VM nor the IEEE specification shows it" \
-        if r.confirmed is False else "it could not be run on the VM"
+        if r.confirmed is False else "it could not be run on the VM" + \
+        (f" ({cex.not_run_detail})" if cex.not_run_detail else "")
     r.verdict = UNKNOWN
     r.reason = f"unconfirmed counterexample ({cex.message}): {why}, and {shown}"
     r.levels.append("counterexample unconfirmed: unknown")

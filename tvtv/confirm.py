@@ -65,7 +65,8 @@ HOW = {
                      "and the target's execution gives the target's value",
     "none": "neither execution nor IEEE evaluation shows it: the difference exists only in the "
             "abstraction (unconfirmed)",
-    "not-run": "the modules could not be run (tuple inputs, or the source fails to build)",
+    "not-run": "the modules could not be run (tuple inputs, constants that cannot be written "
+               "out with the module's TVMScript, or the source fails to build or run)",
 }
 
 
@@ -308,8 +309,8 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     sets += [[draw(np.asarray(a), rng) for a in inputs] for draw in DRAWN_SETS for _ in range(draws)]
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
-    except InputError:   # a module whose tensor constants cannot be written out
-        return Confirmation(None, "not-run", "the modules could not be written out to run")
+    except InputError as err:   # a module whose tensor constants cannot be written out
+        return Confirmation(None, "not-run", f"the modules could not be written out to run: {err}")
     s_status, src = runs["source"][0]
     t_status, tgt = runs["target"][0]
     if s_status == "ok":
@@ -367,7 +368,10 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         if found is not None:
             return found
     if not any_ran:
-        return Confirmation(None, "not-run", f"the source does not run on the VM: {src if s_status != 'ok' else ''}")
+        why = [l.strip() for l in str(src if s_status != "ok" else "").splitlines() if l.strip()]
+        # TVM's error text ends with the line that names the error
+        return Confirmation(None, "not-run", "the source does not run on the VM"
+                            + (f": {why[-1][:200]}" if why else ""))
     return Confirmation(False, "none")
 
 
@@ -421,6 +425,7 @@ def confirm(before: Any, after: Any, fname: str, param_names: list[str],
     """`confirm_case(...).confirmed`, recording how it was decided in `cex.confirmed_by`."""
     c = confirm_case(before, after, fname, param_names, cex, assume)
     cex.confirmed_by = c.by
+    cex.not_run_detail = c.detail if c.confirmed is None else ""
     return c.confirmed
 
 

@@ -80,6 +80,8 @@ class Counterexample:
     # (execution on the VM, or the IEEE evaluation of the specification): the solver's
     # `source_value`/`target_value` are values of the abstraction and may differ from them
     executed_values: tuple[Any, Any] | None = None
+    # why confirmation could not run (`confirmed_by` "not-run"), for the verdict's reason
+    not_run_detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -112,7 +112,9 @@ def _run_python_module(p: Path) -> IRModule:
     return mods[0]
 
 
-def _constants_in_print_order(mod: IRModule, script: str) -> list[Any]:
+def _constants_visited(mod: IRModule, script: str) -> list[Any]:
+    """`mod`'s tensor constants (not scalars), each once, in the order a post-order walk of
+    its Relax functions meets them, the functions taken in their order in `script`."""
     order = _FUNC_RE.findall(script)
     funcs = {gv.name_hint: f for gv, f in mod.functions.items()}
     seen: list[Any] = []
@@ -129,16 +131,36 @@ def _constants_in_print_order(mod: IRModule, script: str) -> list[Any]:
     return seen
 
 
+def _constants_in_print_order(mod: IRModule, script: str) -> list[Any]:
+    """The constants as `script` numbers them (`metadata["ir.GenericConst"][i]`): TVM's
+    printer numbers them in the order it first meets them, which is `_constants_visited`'s
+    (`module_to_script` checks it on every module it writes)."""
+    return _constants_visited(mod, script)
+
+
 def module_to_script(mod: IRModule) -> tuple[str, list[np.ndarray]]:
-    """Print `mod` and return the script with its tensor constants (in index order)."""
+    """Print `mod` and return the script with its tensor constants (in index order).
+
+    The printer numbers the constants `metadata["ir.GenericConst"][i]` in its own order,
+    which `_constants_in_print_order` restates; the script is parsed back with them to
+    check that each use site gets its own constant. The whole module need not survive
+    printing and parsing structurally: TVM 0.27 prints a block iter var's domain
+    `[v, v + e)` as `(v, v + e)` and parses it back with extent `v + e - v` (measured on
+    LegalizeOps of adaptive_avg_pool2d with 8 -> 5 columns), which computes the same values
+    but is not structurally equal; a module without constants is written out as printed
+    either way."""
     script = mod.script()
     consts = _constants_in_print_order(mod, script) if _METADATA_RE.search(script) else []
     arrays = [c.value.numpy() for c in consts]
     if arrays:
         back = tvm.script.from_source(script, extra_vars=_script_env(consts))
         if not tvm_ffi.structural_equal(back, mod):
-            raise InputError("cannot save the module's tensor constants: the printed order "
-                             "could not be recovered")
+            # each use site got its own constant back: the walk meets the very same
+            # objects in the same order in the parsed module as in `mod`
+            parsed, original = _constants_visited(back, script), _constants_visited(mod, script)
+            if len(parsed) != len(original) or not all(a.same_as(b) for a, b in zip(parsed, original)):
+                raise InputError("cannot save the module's tensor constants: the printed order "
+                                 "could not be recovered")
     return script, arrays
 
 
@@ -453,7 +475,10 @@ def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[S
         npz.savez(folder / "inputs.npz", **{f"s{j}_a{i}": np.asarray(a) for j, inputs in enumerate(input_sets)
                                           for i, a in enumerate(inputs)})
         for name, mod in mods.items():
-            save_module(mod, folder / f"{name}.py")
+            try:
+                save_module(mod, folder / f"{name}.py")
+            except InputError as err:
+                raise InputError(f"{name}: {err}") from None
         try:
             proc = subprocess.run([sys.executable, "-m", "tvtv.ir.vm_worker", str(folder), func,
                                    str(len(input_sets)), *mods], capture_output=True, text=True,

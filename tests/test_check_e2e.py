@@ -29,34 +29,71 @@ def test_fuseops_on_50_generated_graphs(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_broken_fuseops_is_caught_on_generated_graphs():
-    """A FuseOps output whose fused functions receive their arguments swapped is refuted."""
+    """A FuseOps output whose fused functions receive their arguments swapped is not
+    proved, unless the swap changes nothing: then execution on the VM must agree."""
     import generators
+    import numpy as np
     import tvtv
     from tests.conftest import mutate_re
     from tvtv import passes
     from tvtv.errors import InputError
     from tvtv.ir import tvm_bridge
 
+    specials = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan], "float32")
+
+    def same(x, y) -> bool:
+        """Equal outputs: NaN equals NaN, +0 and -0 differ."""
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.dtype.kind != "f":
+            return np.array_equal(x, y)
+        nan = np.isnan(x)
+        return np.array_equal(nan, np.isnan(y)) and np.array_equal(x[~nan], y[~nan]) \
+            and np.array_equal(np.signbit(x[~nan]), np.signbit(y[~nan]))
+
+    def changes_outputs(a, b) -> bool:
+        """Do `a` and `b` differ on the VM on standard-normal inputs or on float inputs
+        drawn from special values (a swapped `minimum` differs only on ±0)?"""
+        rng = np.random.default_rng(0)
+        shapes = [([int(d) for d in p.ty.shape], str(p.ty.dtype)) for p in a["main"].params]
+        sets = [[rng.standard_normal(sh).astype(dt) for sh, dt in shapes],
+                [rng.choice(specials, sh).astype(dt) if dt.startswith("float")
+                 else rng.standard_normal(sh).astype(dt) for sh, dt in shapes]]
+        runs = tvm_bridge.run_vm_isolated({"a": a, "b": b}, "main", sets)
+        for (sa, outs_a), (sb, outs_b) in zip(runs["a"], runs["b"]):
+            assert sa == "ok" and sb == "ok", (sa, sb)
+            if not all(same(x, y) for x, y in zip(outs_a, outs_b)):
+                return True
+        return False
+
     spec = passes.get("FuseOps")
-    checked = 0
+    caught = harmless = 0
     for k in range(8):
         src = passes.prepare(spec, generators.generate_module("simple", 0, k))
         tgt = tvm_bridge.apply(spec.make(), src)
         try:
             script, _ = tvm_bridge.module_to_script(tgt)
-        except InputError:   # known limit: constants inside fused functions (see README)
+        except InputError:   # constants the script cannot carry back (tvm_bridge.module_to_script)
             continue
         import re
-        m = re.search(r"R\.call_tir\(cls\.\w+, \((\w+), (\w+)\)", script)
-        if not m or m.group(1) == m.group(2):
-            continue
-        try:   # swapping arguments of different shapes does not type-check: skip those
-            broken = mutate_re(tgt, re.escape(m.group(0)), m.group(0).replace(
-                f"({m.group(1)}, {m.group(2)})", f"({m.group(2)}, {m.group(1)})"))
-        except InputError:
+        # the first call whose swap type-checks
+        for m in re.finditer(r"R\.call_tir\(cls\.\w+, \((\w+), (\w+)\)", script):
+            if m.group(1) == m.group(2):
+                continue
+            try:   # swapping arguments of different shapes does not type-check: skip those
+                broken = mutate_re(tgt, re.escape(m.group(0)), m.group(0).replace(
+                    f"({m.group(1)}, {m.group(2)})", f"({m.group(2)}, {m.group(1)})"))
+            except InputError:
+                continue
+            break
+        else:
             continue
         (r,) = tvtv.verify(src, broken, timeout=10, confirm_vm=False).results
-        # never proved; a counterexample, or unknown when the solver runs out of time
-        assert r.verdict != "proved", (k, script)
-        checked += 1
-    assert checked >= 1
+        if r.verdict == "proved":
+            # a swap may change nothing (graph 2: the operands of a 1x1x1 matmul, one
+            # product); a proof that execution contradicts would be unsound
+            assert not changes_outputs(tgt, broken), (k, m.group(0), script)
+            harmless += 1
+        else:   # a counterexample, or unknown when the solver runs out of time
+            caught += 1
+    assert caught >= 1 and caught + harmless >= 3, (caught, harmless)

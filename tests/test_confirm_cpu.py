@@ -197,8 +197,11 @@ def test_float16_rms_norm_rounding_is_confirmed_on_integral_inputs(monkeypatch):
     floats sum exactly in every order: the integral input set (`confirm._integral_like`)
     gives the specification a value, and TVM's rsqrt the last bit. (One draw of each set:
     drawn again, a decimal set may happen to sum exactly too, and this test is about the
-    integral set.)"""
+    integral set. The large and overflowing sets are left out: their float16 squares
+    overflow, and a sum of +inf squares has the value +inf in every order, so they confirm
+    a difference of their own, before the integral set is tried.)"""
     monkeypatch.setattr(confirm, "MAX_DRAWS", 1)
+    monkeypatch.setattr(confirm, "DRAWN_SETS", (confirm._decimal_like, confirm._integral_like))
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((2, 4), "float16"))
     w = relax.Var("w", relax.TensorType((4,), "float16"))

@@ -161,3 +161,71 @@ def test_a_dominant_term_beyond_the_trees_is_the_sum():
     assert order_free_sum([1.5] + [2.0 ** -30] * 11, "float32") == 1.5
     assert order_free_sum([1.0] + [-2.0 ** -26] * 11, "float32") is None     # 11/4 spacings
     assert order_free_sum([F / 2, -F / 2] + [1.0] * 10, "float32") is None  # two largest
+
+
+@pytest.mark.parametrize("vals,want", [
+    ([-math.inf] * 4 + [0.0] * 6, -math.inf),            # conv products beside padding zeros
+    ([math.inf] + [1.0, -2.0] * 5, math.inf),
+    ([-math.inf] + [F / 20] * 9, -math.inf),              # the finite terms cannot overflow
+])
+def test_sums_with_infinities_of_one_sign_are_that_infinity(vals, want):
+    assert order_free_sum(vals, "float32") == want
+
+
+@pytest.mark.parametrize("vals", [
+    [-math.inf] + [F] * 9,                                # F + F = inf meets -inf: NaN
+    [-math.inf, math.inf] + [0.0] * 8,
+    [-math.inf, math.nan] + [0.0] * 8,
+])
+def test_sums_with_infinities_that_may_meet_the_other_get_no_value(vals):
+    got = order_free_sum(vals, "float32")
+    assert got is None or math.isnan(got)
+
+
+def test_infinite_sum_rule_agrees_with_every_order():
+    """`_infinite_sum`, tried on small multisets every tree can be evaluated for: where it
+    gives a value, every summation order gives it (float32, and float16 added as numpy
+    does, through float32: the double rounding the rule's bound covers)."""
+    from tvtv.encode.evaluate import _every_tree, _infinite_sum
+    rng = np.random.default_rng(3)
+    told = 0
+    for dtype in ("float32", "float16"):
+        top = float(np.finfo(dtype).max)
+        pool = [math.inf, -math.inf, 0.0, -0.0, 1.0, -2.5, top, -top, top / 2, top / 8, -top / 8]
+        for _ in range(400):
+            vals = [pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(2, 7)))]
+            got = _infinite_sum(vals, dtype)
+            if got is not None:
+                told += 1
+                assert _every_tree(vals, getattr(np, dtype)) == got, (dtype, vals)
+    assert told > 100
+
+
+@I.ir_module
+class MaxOfMatmul:
+    @R.function
+    def main(x: R.Tensor((2, 8), dtype="float32"), w: R.Tensor((8, 3), dtype="float32")) -> R.Tensor((), dtype="float32"):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            m = R.max(y, axis=None)
+            R.output(m)
+        return m
+
+
+def test_overflowing_inputs_confirm_max_starting_from_flt_max():
+    """A matmul whose products all overflow to -inf: the specification's max is -inf, TIR's
+    max reduction starts from -FLT_MAX and gives -FLT_MAX. The counterexample's own inputs
+    (zeros) show nothing; the overflowing drawn set does, with the sums of 8 infinite terms
+    valued by `order_free_sum`."""
+    from tvtv import passes
+    from tvtv.confirm import confirm_case
+    from tvtv.ir import tvm_bridge
+    from tvtv.report import Counterexample
+
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), MaxOfMatmul)
+    zeros = {"x": np.zeros((2, 8), "float32"), "w": np.zeros((8, 3), "float32")}
+    cex = Counterexample("value", "output 0 differs", zeros, output=0, index=())
+    c = confirm_case(MaxOfMatmul, target, "main", ["x", "w"], cex, ("no-nan",))
+    assert c.confirmed is True and c.by == "ieee-spec-cpu", c
+    assert cex.executed_values == (-math.inf, -F)
+    assert np.all(np.abs(cex.inputs["x"]) >= F / 4)     # the overflowing set's inputs

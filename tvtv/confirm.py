@@ -43,6 +43,7 @@ import numpy as np
 import z3
 
 from tvtv.absfp import assumptions as A
+from tvtv.absfp.dtypes import FLOAT_FORMATS
 from tvtv.encode.evaluate import exact_value, libm_truth, libm_value, materialize, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
@@ -118,6 +119,20 @@ _large_like = _floats_from(np.array([1000.0, -1000.0, 100.0]))
 _integral_like = _floats_from(np.array([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0]))
 
 
+def _overflowing_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Magnitudes near the dtype's largest finite value, one sign per tensor: products and
+    sums overflow to an infinity of one sign without meeting the other (no inf - inf), and
+    the specification's sums of such terms have a value (`evaluate.order_free_sum`). A row
+    of conv outputs that are all -inf is made so, without a NaN: TIR's max reduction starts
+    from -FLT_MAX (docs/legalize.md). Integers and bools stay as in the normal sets."""
+    if not np.issubdtype(a.dtype, np.floating):
+        return _random_like(a, rng)
+    top = FLOAT_FORMATS[str(a.dtype)].max_value if str(a.dtype) in FLOAT_FORMATS \
+        else float(np.finfo(a.dtype).max)
+    sign = rng.choice([-1.0, 1.0])
+    return (sign * rng.choice(np.array([top, top / 2, top / 4]), size=a.shape)).astype(a.dtype)
+
+
 def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if a.dtype == np.bool_:
         return rng.random(a.shape) < 0.5
@@ -127,7 +142,7 @@ def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 # the input sets tried after the normal ones, in this order
-DRAWN_SETS = (_decimal_like, _large_like, _integral_like)
+DRAWN_SETS = (_decimal_like, _large_like, _integral_like, _overflowing_like)
 # A drawn set tries one pool value per element, so a difference that only a few pairs of
 # pool values show needs more sets on tiny tensors: float16 floor_divide differs from
 # TIR's floor(a / b) on 10 of the decimal pool's 144 pairs (-1 // 0.1: numpy -11, TIR -10),

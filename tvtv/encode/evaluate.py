@@ -213,7 +213,10 @@ def order_free_sum(values: Sequence[float], dtype: str) -> float | None:
     if len(vals) <= ORDER_TREES_UPTO and dtype in _ONE_ROUNDING:
         return _every_tree(vals, _ONE_ROUNDING[dtype])
     exact = _exact_sum(vals, dtype)
-    return exact if exact is not None else _absorbed_sum(vals, dtype)
+    if exact is not None:
+        return exact
+    absorbed = _absorbed_sum(vals, dtype)
+    return absorbed if absorbed is not None else _infinite_sum(vals, dtype)
 
 
 def _every_tree(vals: list[float], kind: Any) -> float | None:
@@ -300,6 +303,30 @@ def _absorbed_sum(vals: list[float], dtype: str) -> float | None:
     growth = (1 + Fraction(1, 2 ** fmt.sbits)) ** (len(vals) + 1)
     if 2 * rest * growth < _spacing_below(abs(big), fmt):
         return float(big)
+    return None
+
+
+def _infinite_sum(vals: list[float], dtype: str) -> float | None:
+    """±inf, when every summation order of `vals` gives it: no NaN, every infinite term of
+    one sign, and the finite terms' magnitudes sum to S with S * (1 + 2u)^(n+1) at most the
+    dtype's largest finite value (u = 2^-precision). A partial sum of finite terms then stays
+    within that bound (each addition rounds by at most a factor 1 + u, 1 + 2u covering the
+    float32-then-half double rounding of float16/bfloat16 adds), so it rounds to a finite
+    value and never to the other infinity; a partial sum holding an infinity is that
+    infinity (inf + finite = inf, inf + inf = inf; IEEE 754 §6.1), and the root holds all
+    the terms. (A row of conv products that overflow to -inf beside padding zeros.) None
+    otherwise."""
+    from fractions import Fraction
+    if any(math.isnan(v) for v in vals):
+        return None
+    infinities = {v for v in vals if math.isinf(v)}
+    if len(infinities) != 1:
+        return None
+    fmt = FLOAT_FORMATS[dtype]
+    finite = sum((abs(Fraction(v)) for v in vals if math.isfinite(v)), Fraction(0))
+    growth = (1 + Fraction(2, 2 ** fmt.sbits)) ** (len(vals) + 1)
+    if finite * growth <= Fraction(fmt.max_value):
+        return infinities.pop()
     return None
 
 

@@ -114,6 +114,24 @@ def ref_rms_norm(x, w, axes, eps=EPS, mean=ref_mean):
         return x / np.sqrt(ms + f32(eps)) * param_along(w, axes, x.shape)
 
 
+def ref_batch_norm_training(x, g, b, m, v, axis, center=True, scale=True, eps=EPS,
+                            momentum=0.1):
+    """Training mode as Relax's documentation writes it: normalize with the batch's mean and
+    variance over every axis but `axis`; moving = moving * momentum + batch * (1 - momentum)."""
+    others = [a for a in range(x.ndim) if a != axis]
+    y = ref_standardize(x, others, eps)
+    with np.errstate(all="ignore"):
+        if scale:
+            y = y * param_along(g, [axis], x.shape)
+        if center:
+            y = y + param_along(b, [axis], x.shape)
+        mean = ref_mean(x, others, False)
+        d = x - ref_mean(x, others, True)
+        var = ref_mean(d * d, others, False)
+        keep = f32(1.0 - momentum)
+        return y, m * f32(momentum) + mean * keep, v * f32(momentum) + var * keep
+
+
 def ref_batch_norm(x, g, b, m, v, axis, center=True, scale=True, eps=EPS):
     with np.errstate(all="ignore"):
         y = (x - param_along(m, [axis], x.shape)) / np.sqrt(param_along(v, [axis], x.shape)
@@ -185,16 +203,10 @@ def test_result_type_matches_tvm(op, shapes, attrs, build):
         assert (value.shape, value.dtype) == (ty.shape, ty.dtype)
 
 
-def test_int_softmax_and_training_batch_norm_unsupported():
+def test_int_softmax_unsupported():
     with pytest.raises(Unsupported):
         encode_op("relax.nn.softmax", [np.ones((2,), np.int32)], tt((2,), "int32"), {"axis": -1},
                   IEEEModel())
-    args = [np.ones((2, 3), f32)] + [np.ones((3,), f32)] * 4
-    ty = TupleType((tt((2, 3)), tt((3,)), tt((3,))))
-    with pytest.raises(Unsupported, match="training=True"):
-        encode_op("relax.nn.batch_norm", args, ty, {"axis": 1, "training": True}, IEEEModel())
-    with pytest.raises(Unsupported, match="training=True"):   # TVMScript's default
-        encode_op("relax.nn.batch_norm", args, ty, {"axis": 1}, IEEEModel())
 
 
 # -- softmax / log_softmax --------------------------------------------------------------------
@@ -529,3 +541,80 @@ def test_layer_norm_equals_its_decomposition():
                          b], (2, 3))
     assert_unsat_each(model.preconditions(),
                       [z3.Not(dom.same(ln.at(k), y.at(k))) for k in range(6)])
+
+
+# -- batch_norm (training) --------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,axis", [((2, 3, 2), 1), ((2, 3), -1), ((3, 2), 0)])
+@pytest.mark.parametrize("center,scale", [(True, True), (False, False)])
+@pytest.mark.parametrize("momentum", [0.1, 0.75])
+@pytest.mark.parametrize("kind", ["random", "special", "mild"])
+def test_batch_norm_training_structure_ieee(shape, axis, center, scale, momentum, kind):
+    """training=True normalizes with the batch's own statistics and updates the moving ones
+    as the documentation writes it; TVM's topi convention is told apart."""
+    args = _bn_inputs(shape, axis, kind, 31)
+    c = shape[axis]
+    attrs = {"axis": axis, "epsilon": EPS, "center": center, "scale": scale,
+             "momentum": momentum, "training": True}
+    ty = TupleType((tt(shape), tt((c,)), tt((c,))))
+    got = eval_numpy_ufs("relax.nn.batch_norm", args, ty, attrs)
+    want = ref_batch_norm_training(*args, axis % len(shape), center, scale, momentum=momentum)
+    for g, w in zip(got, want):
+        assert arrays_match(g, w), (args, g, w)
+    if kind == "random":
+        # the moving statistics are not left alone (inference mode) ...
+        assert not arrays_match(got[1], args[3])
+        # ... and not updated the other way round: moving * (1 - momentum) + batch * momentum
+        others = tuple(a for a in range(len(shape)) if a != axis % len(shape))
+        batch = ref_mean(args[0], others, False)
+        topi = args[3] * f32(1.0 - momentum) + batch * f32(momentum)
+        assert not arrays_match(got[1], topi)
+        # and normalizing with the moving statistics is told apart
+        assert not arrays_match(got[0], ref_batch_norm(*args, axis % len(shape), center, scale))
+
+
+def test_batch_norm_training_is_the_default():
+    """An attribute set without `training` means training mode (TVMScript's default)."""
+    args = _bn_inputs((2, 3), 1, "random", 32)
+    ty = TupleType((tt((2, 3)), tt((3,)), tt((3,))))
+    default = eval_numpy_ufs("relax.nn.batch_norm", args, ty, {"axis": 1, "epsilon": EPS})
+    training = eval_numpy_ufs("relax.nn.batch_norm", args, ty,
+                              {"axis": 1, "epsilon": EPS, "training": True})
+    assert all(arrays_match(d, t) for d, t in zip(default, training))
+
+
+def _bn_training_module(item: int | None):
+    """batch_norm(training=True) returning the whole tuple (item None) or one of its items."""
+    from tvm import relax
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3, 2), "float32"))
+    ps = [relax.Var(n, relax.TensorType((3,), "float32")) for n in ("g", "b", "m", "v")]
+    with bb.function("main", [x, *ps]):
+        with bb.dataflow():
+            t = bb.emit(relax.op.nn.batch_norm(x, *ps, axis=1, momentum=0.1, training=True))
+            o = bb.emit_output(t if item is None else relax.TupleGetItem(t, item))
+        bb.emit_func_output(o)
+    return bb.get()
+
+
+def test_moving_mean_update_is_a_finding():
+    """Relax documents moving_mean * momentum + data_mean * (1 - momentum); TVM 0.27's
+    DecomposeOpsForTraining computes (1 - momentum) * moving_mean + momentum * data_mean.
+    The counterexample is confirmed by running both modules on the VM."""
+    from tvtv.api import check_pass
+    report = check_pass("DecomposeOpsForTraining", _bn_training_module(1), timeout=10)
+    (r,) = report.results
+    assert r.verdict == "counterexample", r.reason
+    cex = r.counterexample
+    assert cex.confirmed_ieee
+    x, m = cex.inputs["x"], cex.inputs["m"]
+    j = cex.index[0]
+    batch = f32(x[:, j, :].astype(np.float64).mean())
+    documented = m[j] * f32(0.1) + batch * f32(0.9)
+    tvm = f32(0.9) * m[j] + f32(0.1) * batch
+    assert not np.isclose(documented, tvm, rtol=1e-5, equal_nan=True)
+    # the VM runs the source legalized (TVM's convention too), so the values shown are the
+    # specification's IEEE evaluation against the target's
+    assert cex.confirmed_by == "ieee-spec"
+    spec, target = cex.executed_values
+    assert np.isclose(spec, documented, rtol=1e-5) and np.isclose(target, tvm, rtol=1e-5)

@@ -56,6 +56,7 @@ for _name, _note in [
     ("ReorderPermuteDimsAfterConcat", "concat(permute) -> permute(concat)"),
     ("CombineParallelMatmul", "parallel matmuls -> one matmul + split"),
     ("DecomposeOpsForInference", "batch_norm (inference) -> elementwise ops"),
+    ("DecomposeOpsForTraining", "batch_norm (training) -> mean, variance and elementwise ops"),
 ]:
     register(PassSpec(_name, _relax(_name), note=_note))
 

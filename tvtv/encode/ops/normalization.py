@@ -7,6 +7,8 @@ same SMT terms:
     softmax(x)   = exp(x - max(x)) / sum(exp(x - max(x)))        (the numerically stable form)
     layer_norm   = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta
     batch_norm   = (x - moving_mean) / sqrt(moving_var + eps) * gamma + beta   (inference)
+                 = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta   (training; moving
+                   statistics updated as moving * momentum + batch * (1 - momentum))
 Statistics are numpy's: mean = sum / n and var = mean((x - mean)^2) (ddof = 0).
 `eps` is rounded to the data's dtype (TVM emits it as a constant of that dtype).
 """
@@ -153,36 +155,52 @@ def encode_layer_norm(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.batch_norm")
 def encode_batch_norm(ctx: EncodeContext, call: OpCall, args: list) -> tuple:
-    """Inference batch_norm: ((x - moving_mean) / sqrt(moving_var + eps)) * gamma + beta along
-    `axis`, returning the tuple (out, moving_mean, moving_var) with the moving statistics
-    unchanged (TVM's VM and DecomposeOpsForInference do the same); training=True (TVMScript's
-    default) is unsupported.
+    """batch_norm along `axis` -> (out, moving_mean', moving_var'): inference (training=False) normalizes with the moving statistics and returns them unchanged; training (the default) normalizes with the batch's mean and variance (ddof=0) over the other axes and returns moving * momentum + batch * (1 - momentum), as Relax documents (TVM 0.27 computes moving * (1 - momentum) + batch * momentum).
 
-    The operations are in DecomposeOpsForInference's order (subtract, add eps, sqrt, divide,
-    multiply, add), so that pass meets the same terms. `scale`/`center` False drop gamma/beta.
+    Inference (training=False): out = ((x - moving_mean) / sqrt(moving_var + eps)) * gamma +
+    beta, the moving statistics returned unchanged (TVM's VM and DecomposeOpsForInference do
+    the same). Training (training=True, TVMScript's default): out normalizes with the batch's
+    own statistics over every axis but `axis` (numpy mean and var, ddof=0), and the moving
+    statistics are updated as Relax's documentation writes it:
+    `moving_mean * momentum + data_mean * (1 - momentum)` (likewise the variance), with
+    `momentum` and `1 - momentum` rounded to the dtype. NOTE: TVM 0.27's legalization (topi)
+    and DecomposeOpsForTraining compute `(1 - momentum) * moving_mean + momentum * data_mean`
+    instead (PyTorch's convention; measured on the VM): that disagreement is a finding.
+
+    The operations are in DecomposeOpsForInference's / DecomposeOpsForTraining's order
+    (subtract, add eps, sqrt, divide, multiply, add), so those passes meet the same terms.
+    `scale`/`center` False drop gamma/beta.
     """
-    if call.attrs.get("training", True):
-        raise Unsupported("relax.nn.batch_norm with training=True (it normalizes with the "
-                          "batch statistics and updates the moving ones; only inference mode, "
-                          "training=False, is encoded)")
     x, gamma, beta, mmean, mvar = (tensor_arg(args, k, call) for k in range(5))
     _float_input(call, x)
     axis = norm_axis(int(call.attrs.get("axis", 1)), x.ndim)
     if not 0 <= axis < x.ndim:
         raise Unsupported(f"relax.nn.batch_norm: axis {call.attrs.get('axis')} for rank {x.ndim}")
-    dom = ctx.dom(x.dtype)
-    mean = along(mmean, [axis], x.shape)
-    var = along(mvar, [axis], x.shape)
-    d = elementwise(x.shape, x.dtype, [x, mean], dom.sub)
-    y = normalize(ctx, d, var, float(call.attrs.get("epsilon", 1e-5)))
-    g = along(gamma, [axis], x.shape) if call.attrs.get("scale", True) else None
-    b = along(beta, [axis], x.shape) if call.attrs.get("center", True) else None
-    out = scale_shift(ctx, y, g, b)
     ty = call.ty
     if not isinstance(ty, TupleType) or len(ty.fields) != 3:
         raise Unsupported(f"relax.nn.batch_norm with result type {ty}")
-    return (_check(call, out, ty.fields[0]), _check(call, mmean, ty.fields[1]),
-            _check(call, mvar, ty.fields[2]))
+    dom = ctx.dom(x.dtype)
+    eps = float(call.attrs.get("epsilon", 1e-5))
+    if call.attrs.get("training", True):
+        others = [a for a in range(x.ndim) if a != axis]
+        d = centered(ctx, x, others)
+        y = normalize(ctx, d, variance_axes(ctx, x, others, True, deviations=d), eps)
+        momentum = float(call.attrs.get("momentum", 0.1))
+        m, keep = dom.const(momentum), dom.const(1.0 - momentum)
+        new_mean, new_var = (
+            elementwise(old.shape, old.dtype, [old, stat],
+                        lambda o, s: dom.add(dom.mul(o, m), dom.mul(s, keep)))
+            for old, stat in ((mmean, mean_axes(ctx, x, others, False)),
+                              (mvar, variance_axes(ctx, x, others, False, deviations=d))))
+    else:
+        d = elementwise(x.shape, x.dtype, [x, along(mmean, [axis], x.shape)], dom.sub)
+        y = normalize(ctx, d, along(mvar, [axis], x.shape), eps)
+        new_mean, new_var = mmean, mvar
+    g = along(gamma, [axis], x.shape) if call.attrs.get("scale", True) else None
+    b = along(beta, [axis], x.shape) if call.attrs.get("center", True) else None
+    out = scale_shift(ctx, y, g, b)
+    return (_check(call, out, ty.fields[0]), _check(call, new_mean, ty.fields[1]),
+            _check(call, new_var, ty.fields[2]))
 
 
 @register("relax.nn.group_norm")

@@ -151,3 +151,42 @@ def test_a_spent_budget_ends_the_ladder():
     (r,) = tvtv.verify(MatmulAndDouble, ExpandedMatmul, budget=1e-6, confirm_vm=False).results
     assert r.verdict == "unknown" and "budget" in r.reason, r.to_dict()
     assert sum(lv.startswith("level: ") for lv in r.levels) == 1, r.levels
+
+
+@I.ir_module
+class TwoOutputs:
+    @R.function
+    def main(z: R.Tensor((2, 3), "float32")):
+        return (R.add(z, z), R.multiply(z, z))
+
+
+@I.ir_module
+class TwoOutputsSecondBroken:
+    @R.function
+    def main(z: R.Tensor((2, 3), "float32")):
+        return (R.multiply(z, R.const(2.0, "float32")), R.add(z, z))
+
+
+@I.ir_module
+class TwoOutputsSecondKept:
+    @R.function
+    def main(z: R.Tensor((2, 3), "float32")):
+        return (R.multiply(z, R.const(2.0, "float32")), R.multiply(z, z))
+
+
+def test_an_undecided_output_does_not_hide_a_later_difference(monkeypatch):
+    """Output 0's query is made to time out (whatever Z3 would say): output 1's difference is
+    still found. The twin: with output 1 equal, the verdict is unknown, never proved."""
+    from tvtv import refinement
+    real = refinement._differing_index
+
+    def output0_undecided(enc, pre, wd_src, wd_tgt, k, *rest):
+        if k == 0:
+            raise refinement._Timeout("timeout (forced for output 0)")
+        return real(enc, pre, wd_src, wd_tgt, k, *rest)
+
+    monkeypatch.setattr(refinement, "_differing_index", output0_undecided)
+    (r,) = tvtv.verify(TwoOutputs, TwoOutputsSecondBroken, confirm_vm=False).results
+    assert r.verdict == "counterexample" and r.counterexample.output == 1, r.to_dict()
+    (r,) = tvtv.verify(TwoOutputs, TwoOutputsSecondKept, confirm_vm=False).results
+    assert r.verdict == "unknown" and "forced for output 0" in r.reason, r.to_dict()

@@ -344,12 +344,24 @@ def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None)
                                   + "; ".join(sorted(set(reasons))), inputs)
         done.add("ub")
 
-    # 2. Each output: some element differs.
+    # 2. Each output: some element differs. An output left undecided does not stop the
+    # others: a difference found in a later one is a counterexample all the same (a training
+    # batch_norm's moving mean differs at once where its normalized output times out). The
+    # level ends undecided anyway, so the later outputs get a short budget (an easy
+    # difference, or an easy proof that the next level need not repeat).
+    undecided: list[_Timeout] = []
     for k, (a, b) in enumerate(zip(enc.src.outputs, enc.tgt.outputs)):
         if k in done or a.numel == 0 or z3.eq(a.arr, b.arr):
             continue  # proved before, or the same SMT term: equal by construction
         dom = enc.model.domain(a.dtype)
-        flat = _differing_index(enc, pre, wd_src, wd_tgt, k, dom, a, b, timeout)
+        budget = min(timeout, AFTER_UNDECIDED_BUDGET) if undecided else timeout
+        try:
+            flat = _differing_index(enc, pre, wd_src, wd_tgt, k, dom, a, b, budget)
+        except _Timeout as err:
+            undecided.append(err)
+            if _budget_spent():
+                break
+            continue
         if flat is not None:
             m, flat = flat
             inputs, (sv, tv) = _decode_inputs(enc, m, [(a.at(flat), a.dtype), (b.at(flat), b.dtype)])
@@ -357,6 +369,11 @@ def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None)
             return Counterexample("value", f"output {k} differs at index {index}", inputs,
                                   output=k, index=index, source_value=sv, target_value=tv)
         done.add(k)
+    if undecided:
+        # the terms of every undecided output (None, "all abstractions", if one is unknown)
+        terms = None if any(e.terms is None for e in undecided) else \
+            [t for e in undecided for t in e.terms]
+        raise _Timeout(str(undecided[0]), terms)
     return None
 
 
@@ -387,6 +404,8 @@ MIN_ELEMENT_BUDGET = 1.0
 # middle, last), each with at most this budget.
 PROBES = 3
 PROBE_BUDGET = 0.25
+# Seconds per query for the outputs after one left undecided (`_find_counterexample`).
+AFTER_UNDECIDED_BUDGET = 2.0
 
 
 def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.BoolRef, k: int,

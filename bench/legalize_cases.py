@@ -272,7 +272,12 @@ def _pinned() -> dict[str, list[Case]]:
         _fn("relax.nn.batch_norm", [((1, 2, 2, 2), F32)] + [((2,), F32)] * 4,
             lambda x, g, b, m, v: O.nn.batch_norm(x, g, b, m, v, axis=1, epsilon=0.1,
                                                   center=False, training=False),
-            {"axis": 1, "epsilon": 0.1, "center": False, "training": False})]
+            {"axis": 1, "epsilon": 0.1, "center": False, "training": False}),
+        # training mode, the whole tuple: the moving statistics' update is compared too
+        _fn("relax.nn.batch_norm", [((2, 3), F32)] + [((3,), F32)] * 4,
+            lambda x, g, b, m, v: O.nn.batch_norm(x, g, b, m, v, axis=1, momentum=0.1,
+                                                  training=True),
+            {"axis": 1, "momentum": 0.1, "training": True})]
     return p
 
 

@@ -180,22 +180,23 @@ def encode_batch_norm(ctx: EncodeContext, call: OpCall, args: list) -> tuple:
     if not isinstance(ty, TupleType) or len(ty.fields) != 3:
         raise Unsupported(f"relax.nn.batch_norm with result type {ty}")
     dom = ctx.dom(x.dtype)
-    eps = float(call.attrs.get("epsilon", 1e-5))
-    if call.attrs.get("training", True):
-        others = [a for a in range(x.ndim) if a != axis]
-        d = centered(ctx, x, others)
-        y = normalize(ctx, d, variance_axes(ctx, x, others, True, deviations=d), eps)
+    training = bool(call.attrs.get("training", True))
+    # the statistics normalized with, per channel: the batch's (each reduction built once,
+    # as DecomposeOpsForTraining computes them: mean, then the variance of the deviations)
+    # or the moving ones
+    others = [a for a in range(x.ndim) if a != axis]
+    mean = mean_axes(ctx, x, others, False) if training else mmean
+    d = elementwise(x.shape, x.dtype, [x, along(mean, [axis], x.shape)], dom.sub)
+    var = variance_axes(ctx, x, others, False, deviations=d) if training else mvar
+    y = normalize(ctx, d, along(var, [axis], x.shape), float(call.attrs.get("epsilon", 1e-5)))
+    new_mean, new_var = mmean, mvar
+    if training:
         momentum = float(call.attrs.get("momentum", 0.1))
         m, keep = dom.const(momentum), dom.const(1.0 - momentum)
         new_mean, new_var = (
             elementwise(old.shape, old.dtype, [old, stat],
                         lambda o, s: dom.add(dom.mul(o, m), dom.mul(s, keep)))
-            for old, stat in ((mmean, mean_axes(ctx, x, others, False)),
-                              (mvar, variance_axes(ctx, x, others, False, deviations=d))))
-    else:
-        d = elementwise(x.shape, x.dtype, [x, along(mmean, [axis], x.shape)], dom.sub)
-        y = normalize(ctx, d, along(mvar, [axis], x.shape), eps)
-        new_mean, new_var = mmean, mvar
+            for old, stat in ((mmean, mean), (mvar, var)))
     g = along(gamma, [axis], x.shape) if call.attrs.get("scale", True) else None
     b = along(beta, [axis], x.shape) if call.attrs.get("center", True) else None
     out = scale_shift(ctx, y, g, b)

@@ -217,3 +217,37 @@ def test_float16_rms_norm_rounding_is_confirmed_on_integral_inputs(monkeypatch):
         assert np.array_equal(v, np.round(v)) and np.abs(v).max() <= 4, v
     spec, tgt = cex.executed_values
     assert spec != tgt and math.isfinite(spec) and math.isfinite(tgt)
+
+
+@pytest.mark.parametrize("with_constant", [True, False], ids=["constant-set", "without-it"])
+def test_layer_norm_center_false_is_confirmed_on_constant_inputs(monkeypatch, with_constant):
+    """TVM 0.27 adds beta to layer_norm with center=False. Over 48 elements no normal,
+    decimal or integral set gives the specification a value (mean / 48 is inexact, and the
+    squared deviations then sum differently in different orders), so without the constant
+    set nothing confirms it (the twin, measured on the 3x4x4x1 LegalizeOps table row). Each
+    tensor filled with one integer (`confirm._constant_like`) makes the statistics exact:
+    the specification gives ±0 and TVM beta."""
+    if not with_constant:
+        monkeypatch.setattr(confirm, "DRAWN_SETS", tuple(
+            s for s in confirm.DRAWN_SETS if s is not confirm._constant_like))
+    shape = (3, 4, 4, 1)
+    bb = relax.BlockBuilder()
+    x, g, b = (relax.Var(n, relax.TensorType(shape, "float32")) for n in ("x", "g", "b"))
+    with bb.function("main", [x, g, b]):
+        bb.emit_func_output(bb.emit(relax.op.nn.layer_norm(
+            x, g, b, axes=[0, 1, 2, 3], epsilon=1e-3, center=False, scale=True)))
+    src = bb.get()
+    legal = relax.transform.LegalizeOps()(src)
+    zeros = {n: np.zeros(shape, "float32") for n in ("x", "g", "b")}
+    cex = Counterexample("value", "output 0 differs at index (0, 0, 0, 0)", zeros, 0, (0, 0, 0, 0))
+    c = confirm.confirm_case(src, legal, "main", ["x", "g", "b"], cex)
+    if not with_constant:
+        assert (c.confirmed, c.by) == (False, "none"), c
+        return
+    assert (c.confirmed, c.by) == (True, "ieee-spec-cpu"), c
+    beta = cex.inputs["b"]
+    assert np.all(beta == beta.flat[0]) and beta.flat[0] != 0
+    spec, tgt = cex.executed_values
+    assert spec == 0 and tgt == float(beta.flat[0])
+    (ran,) = tvm_bridge.run_vm(legal, "main", [cex.inputs[n] for n in ("x", "g", "b")])
+    assert float(ran[cex.index]) == tgt

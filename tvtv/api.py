@@ -11,6 +11,7 @@ from tvtv.absfp import assumptions as assume_mod
 from tvtv import lemmas as lemma_mod
 from tvtv.encode.function import operator_lemmas
 from tvtv.errors import InputError, TvtvError
+from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs, separates
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
@@ -128,6 +129,7 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample,
                                               tuple(opts.assume))
                 _demote_unshown(r)
+            _test_undecided(r, before, after, fn, opts)
     fns = src.public_functions()
     poisoned = [_run_poisoned(r, before, fn.name, opts) for r, fn in zip(results, fns)]
     judged: set[int] = set()
@@ -209,6 +211,32 @@ def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
     r.verdict, r.reason = UNKNOWN, f"counterexample not valid under per-operation ({cex.message}): {why}"
     r.levels.append("per-operation: counterexample not valid: unknown")
     r.counterexample, r.confirmed = None, None
+
+
+# the reasons of an `unknown` the solver left undecided (`refinement._check_function`)
+_UNDECIDED = ("timeout after", "no abstraction level decided")
+
+
+def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:
+    """A check the solver left undecided is tested on drawn inputs
+    (`confirm.search_by_testing`): a difference it
+    finds is a counterexample, confirmed as found, and the levels say that the solver did
+    not decide. Otherwise the verdict stays `unknown`, with its reason."""
+    if r.verdict != UNKNOWN or not (r.reason or "").startswith(_UNDECIDED):
+        return
+    if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
+        return
+    start = time.perf_counter()
+    params = [(p.name, p.ty.shape, p.ty.dtype) for p in fn.params]
+    found = confirm.search_by_testing(before, after, fn.name, params, tuple(opts.assume))
+    r.seconds += time.perf_counter() - start
+    if found is None:
+        r.levels.append("testing on drawn inputs: no difference shown")
+        return
+    cex, how = found
+    r.levels.append(f"undecided by the solver ({r.reason}); testing on drawn inputs found "
+                    f"the difference: {how.detail}")
+    r.verdict, r.reason, r.counterexample, r.confirmed = COUNTEREXAMPLE, cex.message, cex, True
 
 
 def _demote_unshown(r: Result) -> None:

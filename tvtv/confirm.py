@@ -37,6 +37,7 @@ as `confirmed_by`):
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -173,6 +174,16 @@ def draws_per_set(inputs: list[Any]) -> int:
     return max(1, min(MAX_DRAWS, -(-DRAWN_ELEMENTS // max(largest, 1))))
 
 
+def input_sets(like: list[Any]) -> list[list[np.ndarray]]:
+    """The seeded input sets tried beside a counterexample's own, shaped as `like`:
+    `RANDOM_SETS` standard-normal sets, then each of `DRAWN_SETS` `draws_per_set` times."""
+    rng = np.random.default_rng(0)
+    sets = [[_random_like(np.asarray(a), rng) for a in like] for _ in range(RANDOM_SETS)]
+    draws = draws_per_set(like)
+    sets += [[draw(np.asarray(a), rng) for a in like] for draw in DRAWN_SETS for _ in range(draws)]
+    return sets
+
+
 def first_difference(src: list[np.ndarray], tgt: list[np.ndarray], assume: tuple[str, ...] = ()
                      ) -> tuple[int, tuple, Any, Any] | None:
     """(output, index, source value, target value) of the first element where two executions
@@ -283,7 +294,9 @@ def _cpu_outputs(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[st
 
 def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str],
                      sets: list[list[Any]], targets: list[tuple[str, Any]],
-                     assume: tuple[str, ...], cex: Counterexample) -> Confirmation | None:
+                     assume: tuple[str, ...], cex: Counterexample, first_drawn: int = 1,
+                     accept: Callable[[dict[str, Any]], bool] | None = None,
+                     deadline: float | None = None) -> Confirmation | None:
     """The first input set (the solver's, then the random ones) on which the source's
     specification and the target, both evaluated in the IEEE model with TVM's own exp, erf,
     tanh, ... values (`_cpu_outputs`), differ at an element where the target's execution on
@@ -291,12 +304,19 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
     and the difference is the pass's: a pass that leaves gelu_tanh alone is not blamed for
     its legalization, which the VM runs on both sides). `cex` is re-pointed at that element.
     A LegalizeOps departure that depends on exp, erf, tanh ... (gelu_tanh's rounding) shows
-    here, where the functions' values are otherwise open. None if no set shows one."""
+    here, where the functions' values are otherwise open. None if no set shows one.
+    Sets from `first_drawn` on are drawn ones (they replace `cex`'s inputs, and its message
+    says so); a set `accept` rejects is skipped, and no set is begun after `deadline`
+    (`time.perf_counter()`)."""
     for j, inputs in enumerate(sets):
         status, outs = targets[j]
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         if status != "ok":
             continue
         args = dict(zip(param_names, inputs))
+        if accept is not None and not accept(args):
+            continue
         src = _cpu_outputs(before, fname, args)
         tgt = _cpu_outputs(after, fname, args) if src is not None else None
         if src is None or tgt is None:
@@ -310,14 +330,15 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
                         or not counts(v, t, assume):
                     continue
                 idx = tuple(int(d) for d in np.unravel_index(i, shape)) if shape else ()
-                if j:
+                drawn = j >= first_drawn
+                if drawn:
                     cex.inputs = dict(args)
                 cex.kind, cex.output, cex.index = "value", k, idx
                 cex.source_value, cex.target_value, cex.confirmed_ieee = v, t, None
                 cex.executed_values = (v, t)
                 cex.message = (f"output {k} differs at index {idx} (found by evaluating the "
                                f"source's specification and the target with TVM's exp, erf, ..."
-                               f"{' on seeded random inputs' if j else ''})")
+                               f"{' on seeded random inputs' if drawn else ''})")
                 return Confirmation(True, "ieee-spec-cpu",
                                     f"IEEE with TVM's exp, erf, ... values: source specification "
                                     f"{v!r}, target {t!r} (its execution on the VM agrees)")
@@ -332,10 +353,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     inputs = [cex.inputs[n] for n in param_names]
     if any(isinstance(v, tuple) for v in inputs):
         return Confirmation(None, "not-run", "tuple inputs are not run")
-    rng = np.random.default_rng(0)
-    sets = [inputs] + [[_random_like(np.asarray(a), rng) for a in inputs] for _ in range(RANDOM_SETS)]
-    draws = draws_per_set(inputs)
-    sets += [[draw(np.asarray(a), rng) for a in inputs] for draw in DRAWN_SETS for _ in range(draws)]
+    sets = [inputs] + input_sets(inputs)
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError as err:   # a module whose tensor constants cannot be written out
@@ -401,6 +419,55 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         # (the last line of TVM's error, `vm_worker._last_line`) or the crash message
         return Confirmation(None, "not-run", f"the source does not run on the VM: {src}")
     return Confirmation(False, "none")
+
+
+# How long `search_by_testing` may spend evaluating the input sets in the IEEE model (each
+# set evaluates both modules: ~0.05-1 s each at the LegalizeOps table's shapes), after the
+# target's VM runs (one child process for all the sets)
+TESTING_BUDGET = 30.0
+
+
+def search_by_testing(before: Any, after: Any, fname: str,
+                      params: list[tuple[str, tuple[int, ...], str]],
+                      assume: tuple[str, ...] = (), budget: float = TESTING_BUDGET
+                      ) -> tuple[Counterexample, Confirmation] | None:
+    """When the solver left a check undecided: a counterexample found by testing instead, on
+    the seeded input sets (`input_sets`) for parameters `params` (name, shape, dtype).
+
+    Only `ieee-spec-cpu` evidence counts: the source's specification and the target, both
+    evaluated in the IEEE model with TVM's own exp, erf, ... values, differ at an element
+    where the target's execution on the VM gives the target's value (`_spec_vs_cpu_run`).
+    A difference between two VM runs alone would not do: the VM legalizes the source, and a
+    legalization that departs from the specification would blame a correct pass. The
+    difference is real (a run of the source's meaning against the target's code), but the
+    search is not a proof of anything when it finds none.
+
+    None when no set shows one within `budget` seconds of evaluation, when the target cannot
+    be run, or
+    under op-rounding (an operator's rounding may then differ from its specification's, so
+    a last-bit difference proves nothing). Under per-operation a run counts only when the
+    source computes no NaN or infinity inside (`poisoned_inside`)."""
+    if A.OP_ROUNDING in assume:
+        return None
+    from tvtv.absfp.dtypes import numpy_dtype
+    names = [name for name, _, _ in params]
+    sets = input_sets([np.zeros(shape, numpy_dtype(dtype)) for _, shape, dtype in params])
+    try:
+        runs = tvm_bridge.run_vm_isolated({"target": after}, fname, sets)
+    except InputError:
+        return None
+    deadline = time.perf_counter() + budget
+    accept = None
+    if A.per_operation(assume):
+        def accept(args: dict[str, Any]) -> bool:
+            return poisoned_inside(before, fname, args, assume) is False
+    cex = Counterexample("value", "", {}, None, None)
+    found = _spec_vs_cpu_run(before, after, fname, names, sets, runs["target"], assume, cex,
+                             first_drawn=0, accept=accept, deadline=deadline)
+    if found is None:
+        return None
+    cex.confirmed_by = found.by
+    return cex, found
 
 
 # poisoned_inside's recent answers: a counterexample's run is judged at each step of a chain

@@ -1,0 +1,78 @@
+"""A check the solver leaves undecided is tested on drawn inputs (`confirm.search_by_testing`,
+`api._test_undecided`): a difference between the source's specification and the target's
+code found so is a counterexample; none found leaves the verdict `unknown`, never proved."""
+from __future__ import annotations
+
+import numpy as np
+from tvm import relax
+
+import tvtv
+from tvtv import confirm
+from tvtv.absfp import assumptions as A
+from tvtv.ir import tvm_bridge
+
+def _single(op, shape=(2, 4)):
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType(shape, "float32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(op(x)))
+    return bb.get()
+
+
+def _group_norm(shape=(1, 1, 16)):
+    """group_norm without center: TVM 0.27's legalization adds beta all the same
+    (docs/findings.md)."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType(shape, "float32"))
+    g, b = (relax.Var(n, relax.TensorType((shape[1],), "float32")) for n in ("g", "b"))
+    with bb.function("main", [x, g, b]):
+        bb.emit_func_output(bb.emit(relax.op.nn.group_norm(
+            x, g, b, num_groups=1, channel_axis=1, axes=[2], epsilon=1e-5, center=False,
+            scale=True)))
+    return bb.get()
+
+
+# The solver gets 1 ms per query: it decides neither check (measured: a 16-element
+# group_norm's sums and softmax's exp sums take it far longer; a 4-element group_norm it
+# refutes even so)
+GROUP_NORM = _group_norm()
+GROUP_NORM_LEGAL = relax.transform.LegalizeOps()(GROUP_NORM)
+SOFTMAX = _single(relax.op.nn.softmax)
+SOFTMAX_LEGAL = relax.transform.LegalizeOps()(SOFTMAX)
+PARAMS = [("x", (1, 1, 16), "float32"), ("g", (1,), "float32"), ("b", (1,), "float32")]
+
+
+def test_an_undecided_check_gets_the_counterexample_testing_shows():
+    (r,) = tvtv.verify(GROUP_NORM, GROUP_NORM_LEGAL, timeout=0.001).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert any(lv.startswith("undecided by the solver (timeout") for lv in r.levels), r.levels
+    cex = r.counterexample
+    assert cex.confirmed_by == "ieee-spec-cpu"
+    spec, tgt = cex.executed_values
+    args = [cex.inputs[n] for n, _, _ in PARAMS]
+    (ran,) = tvm_bridge.run_vm(GROUP_NORM_LEGAL, "main", args)
+    assert float(ran[cex.index]) == tgt
+    # the specification: normalized times gamma, no beta; TVM adds beta
+    x = args[0].astype(np.float64)
+    want = (x - x.mean()) / np.sqrt(x.var() + 1e-5) * float(args[1][0])
+    scale = max(1.0, abs(spec), abs(tgt))
+    assert abs(spec - want[cex.index]) < 1e-5 * scale
+    assert abs((tgt - spec) - float(args[2][0])) < 1e-5 * scale and args[2][0] != 0
+
+
+def test_an_undecided_correct_legalization_stays_unknown():
+    """The twin: softmax's real legalization, equally undecided, shows no difference on
+    any drawn set: unknown, with the solver's reason, and the levels say testing ran."""
+    (r,) = tvtv.verify(SOFTMAX, SOFTMAX_LEGAL, timeout=0.001).results
+    assert r.verdict == "unknown" and r.reason.startswith("timeout after"), r.to_dict()
+    assert r.levels[-1] == "testing on drawn inputs: no difference shown"
+
+
+def test_no_testing_under_op_rounding_or_without_the_vm():
+    """Under op-rounding a difference from the specification may be rounding it allows, so
+    the search is not made; without confirmation (`confirm_vm=False`) neither."""
+    assert confirm.search_by_testing(GROUP_NORM, GROUP_NORM_LEGAL, "main", PARAMS) is not None
+    assert confirm.search_by_testing(GROUP_NORM, GROUP_NORM_LEGAL, "main", PARAMS,
+                                     (A.NO_NAN, A.NO_INF, A.OP_ROUNDING)) is None
+    (r,) = tvtv.verify(GROUP_NORM, GROUP_NORM_LEGAL, timeout=0.001, confirm_vm=False).results
+    assert r.verdict == "unknown" and not any("testing" in lv for lv in r.levels), r.to_dict()

@@ -219,9 +219,9 @@ _UNDECIDED = ("timeout after", "no abstraction level decided")
 
 def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:
     """A check the solver left undecided is tested on drawn inputs
-    (`confirm.search_by_testing`): a difference it
-    finds is a counterexample, confirmed as found, and the levels say that the solver did
-    not decide. Otherwise the verdict stays `unknown`, with its reason."""
+    (`confirm.search_by_testing`): a difference it finds is a counterexample, confirmed as
+    found, and the levels say that the solver did not decide. Otherwise the verdict stays
+    `unknown`, with its reason."""
     if r.verdict != UNKNOWN or not (r.reason or "").startswith(_UNDECIDED):
         return
     if not all(isinstance(p.ty, P.TensorType) for p in fn.params):

@@ -45,7 +45,7 @@ import numpy as np
 import z3
 
 from tvtv.absfp import assumptions as A
-from tvtv.absfp.dtypes import FLOAT_FORMATS
+from tvtv.absfp.dtypes import FLOAT_FORMATS, numpy_dtype
 from tvtv.encode.evaluate import exact_value, libm_truth, libm_value, materialize, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
@@ -443,13 +443,11 @@ def search_by_testing(before: Any, after: Any, fname: str,
     search is not a proof of anything when it finds none.
 
     None when no set shows one within `budget` seconds of evaluation, when the target cannot
-    be run, or
-    under op-rounding (an operator's rounding may then differ from its specification's, so
-    a last-bit difference proves nothing). Under per-operation a run counts only when the
-    source computes no NaN or infinity inside (`poisoned_inside`)."""
+    be run, or under op-rounding (an operator's rounding may then differ from its
+    specification's, so a last-bit difference proves nothing). Under per-operation a run
+    counts only when the source computes no NaN or infinity inside (`poisoned_inside`)."""
     if A.OP_ROUNDING in assume:
         return None
-    from tvtv.absfp.dtypes import numpy_dtype
     names = [name for name, _, _ in params]
     sets = input_sets([np.zeros(shape, numpy_dtype(dtype)) for _, shape, dtype in params])
     try:

@@ -76,3 +76,20 @@ def test_no_testing_under_op_rounding_or_without_the_vm():
                                      (A.NO_NAN, A.NO_INF, A.OP_ROUNDING)) is None
     (r,) = tvtv.verify(GROUP_NORM, GROUP_NORM_LEGAL, timeout=0.001, confirm_vm=False).results
     assert r.verdict == "unknown" and not any("testing" in lv for lv in r.levels), r.to_dict()
+
+
+def test_a_pipeline_step_left_undecided_is_tested_end_to_end():
+    """`zero` is checked through the module after LegalizeOps; when that step times out,
+    the source and the pipeline's final module are tested, and the twin (softmax) stays
+    unknown with the step's reason."""
+    from tvtv import passes
+    zero = passes.get("zero").make()
+    (r,) = tvtv.verify(GROUP_NORM, tvm_bridge.apply(zero, GROUP_NORM), pass_name="zero",
+                       timeout=0.001).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert any(lv.startswith("undecided by the solver (LegalizeOps step: timeout")
+               for lv in r.levels), r.levels
+    (r,) = tvtv.verify(SOFTMAX, tvm_bridge.apply(zero, SOFTMAX), pass_name="zero",
+                       timeout=0.001).results
+    assert r.verdict == "unknown" and r.reason.startswith("LegalizeOps step: timeout"), r.to_dict()
+    assert r.levels[-1] == "testing on drawn inputs: no difference shown"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from typing import Any
 
@@ -102,6 +103,8 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
 
     report = compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)
     for r, fn in zip(report.results, src_prog.public_functions()):
+        if confirm_vm:   # a step left undecided: the whole pass is tested end to end
+            _test_undecided(r, before, after, fn, opts)
         _demote_poisoned(r, _run_poisoned(r, before, fn.name, opts), opts)
     return report
 
@@ -213,8 +216,9 @@ def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
     r.counterexample, r.confirmed = None, None
 
 
-# the reasons of an `unknown` the solver left undecided (`refinement._check_function`)
-_UNDECIDED = ("timeout after", "no abstraction level decided")
+# the reason of an `unknown` the solver left undecided (`refinement._check_function`), also
+# as a step's reason in a chain (`compose.verify_through`: "LegalizeOps step: timeout ...")
+_UNDECIDED = re.compile(r"^(?:[\w ]+ step: )?(?:timeout after|no abstraction level decided)")
 
 
 def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:
@@ -222,7 +226,7 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
     (`confirm.search_by_testing`): a difference it finds is a counterexample, confirmed as
     found, and the levels say that the solver did not decide. Otherwise the verdict stays
     `unknown`, with its reason."""
-    if r.verdict != UNKNOWN or not (r.reason or "").startswith(_UNDECIDED):
+    if r.verdict != UNKNOWN or not _UNDECIDED.match(r.reason or ""):
         return
     if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
         return

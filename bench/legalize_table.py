@@ -206,10 +206,14 @@ WORKER_MEMORY = 8 << 30
 
 
 def _limit_memory(limit: int | None) -> None:
-    """Worker initializer: cap the process's address space at `limit` bytes."""
+    """Worker initializer: cap the process's address space at `limit` bytes, and Z3's memory
+    at 5/8 of it, so that a query that would grow past it gives up (unknown) before an
+    allocation fails (`tvtv.solvers.limit_z3_memory`)."""
     import resource
     if limit is not None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        from tvtv.solvers import limit_z3_memory
+        limit_z3_memory(5 * limit // 8 >> 20)
 
 
 # Cases per worker before its pool is replaced: Z3 keeps every case's terms, and one long

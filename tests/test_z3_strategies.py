@@ -71,3 +71,43 @@ def test_an_undecided_query_is_unknown_with_the_last_stages_reason():
     assert q.reason_unknown() in ("timeout", "canceled")
     with pytest.raises(z3.Z3Exception):
         q.model()
+
+
+def _product_of_wide_vectors() -> list[z3.BoolRef]:
+    """A query whose bit-blasting grows fast: six 1,024-bit factors of a constant (measured:
+    7.3 GiB after 30 s without a bound)."""
+    xs = z3.BitVecs("wide_a wide_b wide_c wide_d wide_e wide_f", 1024)
+    p = xs[0]
+    for v in xs[1:]:
+        p = p * v
+    return [p == 12345678901234567890123, *[z3.UGT(v, 1) for v in xs]]
+
+
+def test_a_query_past_z3s_memory_bound_gives_up_and_says_so():
+    """With Z3's memory bounded (`limit_z3_memory`) a query that would grow past it answers
+    unknown at once, the reason naming the bound; the twin, unbounded, is still working
+    when its time is up ("timeout"). Either way small queries are decided afterwards."""
+    try:
+        solvers.limit_z3_memory(200)
+        q = Query(timeout=20.0)
+        q.add(*_product_of_wide_vectors())
+        assert q.check() == z3.unknown
+        assert solvers.MEMORY_EXCEEDED in q.reason_unknown()
+        assert solvers.Z3_MEMORY_ENV in q.reason_unknown()
+        solvers.limit_z3_memory(0)          # 0: no bound
+        q = Query(timeout=1.5)
+        q.add(*_product_of_wide_vectors())
+        assert q.check() == z3.unknown and q.reason_unknown() == "timeout"
+    finally:
+        solvers.limit_z3_memory()
+    x = z3.BitVec("x", 8)
+    q = Query(timeout=5.0)
+    q.add(x + 1 == 3)
+    assert q.check() == z3.sat
+
+
+def test_the_default_memory_bound_is_a_share_of_the_machine(monkeypatch):
+    monkeypatch.setenv(solvers.Z3_MEMORY_ENV, "1234")
+    assert solvers.z3_memory_mb() == 1234
+    monkeypatch.delenv(solvers.Z3_MEMORY_ENV)
+    assert solvers.z3_memory_mb() >= 2048

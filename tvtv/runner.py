@@ -382,13 +382,17 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="tvtv-parent-watch").start()
 
 
-def _worker_main(conn: Any, config: RunConfig, out: str | None) -> None:
+def _worker_main(conn: Any, config: RunConfig, out: str | None, memory_limit: int) -> None:
     """A worker: receive cases, send results, until told to stop or the parent goes away."""
     # Ctrl-C reaches the whole process group: the parent alone handles it (and kills the
     # workers), so an interrupted case is not stored as a crash.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
     import tvtv.api  # noqa: F401  (import TVM before saying ready: not part of any case's time)
+    from tvtv.solvers import Z3_MEMORY_ENV, limit_z3_memory
+    # Z3 gives up a query (unknown) at two thirds of the case's limit, before the parent
+    # would kill the worker and lose the case's other checks (TVTV_Z3_MEMORY_MB overrides)
+    limit_z3_memory(int(os.environ.get(Z3_MEMORY_ENV) or 0) or 2 * memory_limit // 3 >> 20)
     conn.send(("ready",))
     while True:
         try:
@@ -430,9 +434,10 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, config: RunConfig, out: Path | None) -> None:
+    def __init__(self, ctx: Any, config: RunConfig, out: Path | None, memory_limit: int) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, config, str(out) if out else None),
+        self.proc = ctx.Process(target=_worker_main,
+                                args=(child, config, str(out) if out else None, memory_limit),
                                 daemon=True, name="tvtv-worker")
         self.proc.start()
         child.close()
@@ -546,7 +551,7 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
                        fp_model=config.fp)]
 
     try:
-        workers = [_Worker(ctx, config, out) for _ in range(max(1, min(jobs, len(pending))))]
+        workers = [_Worker(ctx, config, out, memory_limit) for _ in range(max(1, min(jobs, len(pending))))]
         while pending or any(w.case is not None for w in workers):
             for w in workers:
                 if w.ready and not w.retiring and w.case is None and pending:
@@ -607,7 +612,7 @@ def run_isolated(cases: Iterable[Case], config: RunConfig, on_done: OnDone, jobs
                 if case is not None:
                     on_done(case, unknown(case, dead_reason, seconds))
                 if pending:   # a fresh worker takes its place
-                    alive.append(_Worker(ctx, config, out))
+                    alive.append(_Worker(ctx, config, out, memory_limit))
             workers = alive
         # all done
     finally:

@@ -15,9 +15,14 @@ the verdict reports instead of trusting either, as mlir-tv's "inconsistent outpu
 Z3 itself is asked in stages (`Z3_STRATEGIES`, `z3_slices`): its default solver first, briefly,
 then its `qfufbv` tactic, then the default solver again with the time left. Each stage is a
 complete Z3 solver on the same facts, so the first sat or unsat answer is the query's answer.
+
+Z3's memory is bounded per process (`limit_z3_memory`, set when this module is imported): a
+stage that would hold more gives up ("max. memory exceeded") and the query goes on to the next
+stage or ends undecided, instead of the process growing until it is killed.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Any, Sequence
@@ -27,6 +32,38 @@ import z3
 from tvtv.errors import Unsupported
 
 SOLVERS = ("z3", "cvc5", "both")
+
+# Z3's memory per process, in MiB (`limit_z3_memory`). Z3's `memory_high_watermark_mb` makes
+# a check whose allocations pass the mark give up with reason "max. memory exceeded" (its
+# `memory_max_size` aborts the whole process instead). Measured: a qfufbv query of a product
+# of six 1,024-bit vectors held 7.3 GiB at its 30 s timeout, and gave up after 0.6 s at
+# 264 MiB with a 200 MiB mark; zero graph 8 of seed 0 without op-rounding grew past 15 GiB
+# in 3 minutes (its worker would be killed and the case lost), and with a 3,000 MiB mark
+# stayed under 3.3 GiB and was decided `unknown` in 107 s.
+Z3_MEMORY_ENV = "TVTV_Z3_MEMORY_MB"
+MEMORY_EXCEEDED = "max. memory exceeded"
+
+
+def z3_memory_mb() -> int:
+    """The default bound on Z3's memory in this process: `TVTV_Z3_MEMORY_MB`, or a third of
+    the machine's memory (at least 2 GiB): two workers and the VM children they start fit."""
+    env = os.environ.get(Z3_MEMORY_ENV)
+    if env:
+        return int(env)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 16 << 30
+    return max(2048, (total // 3) >> 20)
+
+
+def limit_z3_memory(mb: int | None = None) -> None:
+    """Bound the memory Z3 holds in this process at `mb` MiB (default `z3_memory_mb()`): a
+    solver stage past it answers unknown ("max. memory exceeded")."""
+    z3.set_param("memory_high_watermark_mb", mb if mb is not None else z3_memory_mb())
+
+
+limit_z3_memory()
 
 # Z3's strategies, tried in turn on one query: a portfolio in time, not in parallel (two cores,
 # and checks already run two jobs). Neither is better on every query tvtv asks:
@@ -103,6 +140,7 @@ class Query:
         deadline = time.perf_counter() + self.timeout
         solvers: dict[str, z3.Solver] = {}
         reason = ""
+        out_of_memory = ""   # a stage that gave up on memory is named in the reason
         for strategy, seconds in z3_slices(self.timeout):
             seconds = min(seconds, deadline - time.perf_counter())
             if seconds < MIN_SLICE and solvers:
@@ -117,6 +155,12 @@ class Query:
                 self._answered, self.strategy = q, strategy
                 return r, ""
             reason = q.reason_unknown()
+            if reason == MEMORY_EXCEEDED:
+                out_of_memory = f"{strategy}: {MEMORY_EXCEEDED} ({Z3_MEMORY_ENV})"
+        if out_of_memory and reason != MEMORY_EXCEEDED:
+            reason = f"{reason}; {out_of_memory}"
+        elif out_of_memory:
+            reason = out_of_memory
         return z3.unknown, reason
 
     def check(self) -> z3.CheckSatResult:

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from tvtv import machine
 from tvtv.errors import InputError
 from tvtv.ir import npz
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Result
@@ -522,11 +523,7 @@ def case_memory_limit(jobs: int) -> int:
     size = _env_bytes(MEMORY_LIMIT_ENV)
     if size is not None:
         return size
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 16 << 30
-    return max(2 << 30, int(total * 0.75) // max(1, jobs))
+    return max(2 << 30, int(machine.memory_bytes() * 0.75) // max(1, jobs))
 
 
 OnDone = Callable[[Case, list[Result]], None]

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import z3
 
+from tvtv import machine
 from tvtv.errors import Unsupported
 
 SOLVERS = ("z3", "cvc5", "both")
@@ -50,11 +51,7 @@ def z3_memory_mb() -> int:
     env = os.environ.get(Z3_MEMORY_ENV)
     if env:
         return int(env)
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 16 << 30
-    return max(2048, (total // 3) >> 20)
+    return max(2048, (machine.memory_bytes() // 3) >> 20)
 
 
 def limit_z3_memory(mb: int | None = None) -> None:

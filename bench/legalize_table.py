@@ -212,8 +212,8 @@ def _limit_memory(limit: int | None) -> None:
     import resource
     if limit is not None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        from tvtv.solvers import limit_z3_memory
-        limit_z3_memory(5 * limit // 8 >> 20)
+        from tvtv.solvers import limit_z3_memory, z3_memory_mb
+        limit_z3_memory(z3_memory_mb(5 * limit // 8))
 
 
 # Cases per worker before its pool is replaced: Z3 keeps every case's terms, and one long

@@ -11,13 +11,7 @@ from tvtv import confirm
 from tvtv.absfp import assumptions as A
 from tvtv.ir import tvm_bridge
 
-def _single(op, shape=(2, 4)):
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType(shape, "float32"))
-    with bb.function("main", [x]):
-        bb.emit_func_output(bb.emit(op(x)))
-    return bb.get()
-
+from tests.test_confirm_cpu import _unary
 
 def _group_norm(shape=(1, 1, 16)):
     """group_norm without center: TVM 0.27's legalization adds beta all the same
@@ -37,7 +31,7 @@ def _group_norm(shape=(1, 1, 16)):
 # refutes even so)
 GROUP_NORM = _group_norm()
 GROUP_NORM_LEGAL = relax.transform.LegalizeOps()(GROUP_NORM)
-SOFTMAX = _single(relax.op.nn.softmax)
+SOFTMAX = _unary(relax.op.nn.softmax, shape=(2, 4))
 SOFTMAX_LEGAL = relax.transform.LegalizeOps()(SOFTMAX)
 PARAMS = [("x", (1, 1, 16), "float32"), ("g", (1,), "float32"), ("b", (1,), "float32")]
 

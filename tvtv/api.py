@@ -216,6 +216,7 @@ def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
     r.counterexample, r.confirmed = None, None
 
 
+NOTHING_SHOWN = "testing on drawn inputs: no difference shown"
 # the reason of an `unknown` the solver left undecided (`refinement._check_function`), also
 # as a step's reason in a chain (`compose.verify_through`: "LegalizeOps step: timeout ...")
 _UNDECIDED = re.compile(r"^(?:[\w ]+ step: )?(?:timeout after|no abstraction level decided)")
@@ -225,8 +226,9 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
     """A check the solver left undecided is tested on drawn inputs
     (`confirm.search_by_testing`): a difference it finds is a counterexample, confirmed as
     found, and the levels say that the solver did not decide. Otherwise the verdict stays
-    `unknown`, with its reason."""
-    if r.verdict != UNKNOWN or not _UNDECIDED.match(r.reason or ""):
+    `unknown`, with its reason. A result already tested is left alone (a chain that falls
+    back to the direct check gets that check's results, tested there)."""
+    if r.verdict != UNKNOWN or not _UNDECIDED.match(r.reason or "") or NOTHING_SHOWN in r.levels:
         return
     if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
         return
@@ -235,7 +237,7 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
     found = confirm.search_by_testing(before, after, fn.name, params, tuple(opts.assume))
     r.seconds += time.perf_counter() - start
     if found is None:
-        r.levels.append("testing on drawn inputs: no difference shown")
+        r.levels.append(NOTHING_SHOWN)
         return
     cex, how = found
     r.levels.append(f"undecided by the solver ({r.reason}); testing on drawn inputs found "

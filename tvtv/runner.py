@@ -390,10 +390,10 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None, memory_limit: in
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
     import tvtv.api  # noqa: F401  (import TVM before saying ready: not part of any case's time)
-    from tvtv.solvers import Z3_MEMORY_ENV, limit_z3_memory
+    from tvtv.solvers import limit_z3_memory, z3_memory_mb
     # Z3 gives up a query (unknown) at two thirds of the case's limit, before the parent
     # would kill the worker and lose the case's other checks (TVTV_Z3_MEMORY_MB overrides)
-    limit_z3_memory(int(os.environ.get(Z3_MEMORY_ENV) or 0) or 2 * memory_limit // 3 >> 20)
+    limit_z3_memory(z3_memory_mb(2 * memory_limit // 3))
     conn.send(("ready",))
     while True:
         try:

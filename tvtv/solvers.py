@@ -45,12 +45,15 @@ Z3_MEMORY_ENV = "TVTV_Z3_MEMORY_MB"
 MEMORY_EXCEEDED = "max. memory exceeded"
 
 
-def z3_memory_mb() -> int:
-    """The default bound on Z3's memory in this process: `TVTV_Z3_MEMORY_MB`, or a third of
-    the machine's memory (at least 2 GiB): two workers and the VM children they start fit."""
+def z3_memory_mb(share: int | None = None) -> int:
+    """The bound on Z3's memory in this process, in MiB: `TVTV_Z3_MEMORY_MB` when set, else
+    `share` bytes (a worker's part of its limit), else a third of the machine's memory (at
+    least 2 GiB): two workers and the VM children they start fit."""
     env = os.environ.get(Z3_MEMORY_ENV)
     if env:
         return int(env)
+    if share is not None:
+        return share >> 20
     return max(2048, (machine.memory_bytes() // 3) >> 20)
 
 
@@ -154,10 +157,8 @@ class Query:
             reason = q.reason_unknown()
             if reason == MEMORY_EXCEEDED:
                 out_of_memory = f"{strategy}: {MEMORY_EXCEEDED} ({Z3_MEMORY_ENV})"
-        if out_of_memory and reason != MEMORY_EXCEEDED:
-            reason = f"{reason}; {out_of_memory}"
-        elif out_of_memory:
-            reason = out_of_memory
+        if out_of_memory:
+            reason = out_of_memory if reason == MEMORY_EXCEEDED else f"{reason}; {out_of_memory}"
         return z3.unknown, reason
 
     def check(self) -> z3.CheckSatResult:

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 import z3
 
+from tvtv import symmetry
 from tvtv.absfp import assumptions as assume_mod
 from tvtv.absfp import reductions
 from tvtv.absfp.abstract import AbstractModel
@@ -142,6 +143,8 @@ class _Encoded:
     options: Options = field(default_factory=Options)
     # the input atoms the assumptions decide (`assume_mod.atom_facts`), computed when needed
     atoms: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None
+    # what `_prove_groups` proved a group at a time, for the verdict's levels
+    symmetric: list[str] = field(default_factory=list)
 
 
 def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None) -> tuple[FloatModel, str]:
@@ -448,6 +451,9 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
         return ask_symbolic(timeout)
     if not differing:
         return None          # every element is the same term on both sides
+    differing = _prove_groups(enc, [*pre, wd_src, wd_tgt], differing, timeout)
+    if not differing:
+        return None          # every element proved equal, a group at a time
     # Under `probe_elements`, a few elements alone first, briefly: when each is decided at
     # once and all of them one by one fit in the budget the loop below has, the rest are
     # asked alone without the symbolic query (a log_softmax lemma's ~100 differing elements:
@@ -507,6 +513,39 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
         return None
     return m, next((j for f, (j, _) in zip(flags, open_elems)
                     if z3.is_true(m.eval(f, model_completion=True))), open_elems[0][0])
+
+
+def _prove_groups(enc: _Encoded, premises: list, differing: list[tuple[int, z3.BoolRef]],
+                  timeout: float) -> list[tuple[int, z3.BoolRef]]:
+    """`differing` without the elements of groups proved at once: elements whose conditions
+    are one formula up to renaming input elements (a softmax's rows) are asked once, over
+    fresh variables (`tvtv/symmetry.py`, which argues soundness). A group whose query is not
+    unsat decides nothing: its elements stay for the element-by-element queries. The groups
+    share twice `timeout`."""
+    if len(differing) < 2:
+        return differing
+    arrays = [t.arr for _, _, v in enc.inputs for t in flatten(v)]
+    multi = [g for g in symmetry.groups(differing, arrays) if len(g.members) > 1]
+    proved: set[int] = set()
+    # each group query stands for several element queries: up to `timeout` each, twice that
+    # for all (the element-by-element loop after has its own)
+    deadline = time.perf_counter() + 2 * timeout
+    for pos, group in enumerate(multi):
+        left = deadline - time.perf_counter()
+        if left <= 0 or _budget_spent():
+            break
+        q = _solver(min(timeout, max(left / (len(multi) - pos), MIN_ELEMENT_BUDGET)))
+        q.add(*symmetry.general_premises(group, premises), z3.Not(group.skeleton))
+        try:
+            if _check(q) == z3.unsat:
+                proved.update(j for j, _ in group.members)
+        except _Timeout:
+            continue
+    if proved:
+        enc.symmetric.append(f"symmetric elements: {len(proved)} proved in "
+                             f"{sum(1 for g in multi if g.members[0][0] in proved)} "
+                             "queries over renamed inputs")
+    return [(j, c) for j, c in differing if j not in proved]
 
 
 # Elements compared in one batch of canonical forms (`Canonicalizer.many`): larger batches share
@@ -635,7 +674,10 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
                     levels.append(enc.level)
                     levels.extend(sorted(enc.notes))
-                    cex = _find_counterexample(enc, timeout, proved_parts)
+                    try:
+                        cex = _find_counterexample(enc, timeout, proved_parts)
+                    finally:
+                        levels.extend(enc.symmetric)
                 except Unsupported as err:
                     if getattr(err, "ieee_only", False) and fp == "abstract":
                         levels.append(f"fp: ieee ({err})")   # e.g. TIR reinterpret: bits

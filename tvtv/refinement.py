@@ -515,32 +515,41 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
                     if z3.is_true(m.eval(f, model_completion=True))), open_elems[0][0])
 
 
+# Seconds to spend on grouping one output's differing elements (`symmetry.groups`): 64
+# softmax elements take 0.5 s; past it, the rest are asked one by one as before.
+GROUPING_BUDGET = 2.0
+# group queries of one output, at most, in units of the per-query timeout
+GROUP_QUERIES = 4
+
+
 def _prove_groups(enc: _Encoded, premises: list, differing: list[tuple[int, z3.BoolRef]],
                   timeout: float) -> list[tuple[int, z3.BoolRef]]:
     """`differing` without the elements of groups proved at once: elements whose conditions
     are one formula up to renaming input elements (a softmax's rows) are asked once, over
     fresh variables (`tvtv/symmetry.py`, which argues soundness). A group whose query is not
-    unsat decides nothing: its elements stay for the element-by-element queries. The groups
-    share twice `timeout`."""
+    unsat decides nothing: its elements stay for the element-by-element queries."""
     if len(differing) < 2:
         return differing
     arrays = [t.arr for _, _, v in enc.inputs for t in flatten(v)]
-    multi = [g for g in symmetry.groups(differing, arrays) if len(g.members) > 1]
+    found = symmetry.groups(differing, arrays, time.perf_counter() + GROUPING_BUDGET)
+    multi = [g for g in found if len(g.members) > 1]
     proved: set[int] = set()
-    # each group query stands for several element queries: up to `timeout` each, twice that
-    # for all (the element-by-element loop after has its own)
-    deadline = time.perf_counter() + 2 * timeout
-    for pos, group in enumerate(multi):
+    # each group query stands for several element queries, so it gets a query's whole
+    # `timeout` (a softmax position's 16 elements: 2.8-3.8 s alone; with 5 s each, a table
+    # run beside the test suite left softmax (4,1,1,4,4) unknown), at most four times
+    # that in all; the first that times out ends the groups (the others are alike, as hard)
+    deadline = time.perf_counter() + GROUP_QUERIES * timeout
+    for group in multi:
         left = deadline - time.perf_counter()
         if left <= 0 or _budget_spent():
             break
-        q = _solver(min(timeout, max(left / (len(multi) - pos), MIN_ELEMENT_BUDGET)))
+        q = _solver(min(timeout, max(left, MIN_ELEMENT_BUDGET)))
         q.add(*symmetry.general_premises(group, premises), z3.Not(group.skeleton))
         try:
             if _check(q) == z3.unsat:
                 proved.update(j for j, _ in group.members)
         except _Timeout:
-            continue
+            break
     if proved:
         enc.symmetric.append(f"symmetric elements: {len(proved)} proved in "
                              f"{sum(1 for g in multi if g.members[0][0] in proved)} "

@@ -28,6 +28,7 @@ of a row).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -81,10 +82,12 @@ def _variables(atoms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
     return [z3.Const(f"{VAR_PREFIX}_{k}", a.sort()) for k, a in enumerate(atoms)]
 
 
-def groups(conditions: Sequence[tuple[int, z3.BoolRef]], arrays: Sequence[z3.ExprRef]
-           ) -> list[Group]:
+def groups(conditions: Sequence[tuple[int, z3.BoolRef]], arrays: Sequence[z3.ExprRef],
+           deadline: float | None = None) -> list[Group]:
     """`conditions` (flat index, "elements equal") grouped by skeleton, in first-member order.
-    A condition with no input element is a group of its own."""
+    A condition with no input element is a group of its own, and so is every condition
+    left when `deadline` (a `time.perf_counter()` value) has passed: a skeleton costs a
+    canonical form (~10 ms for a softmax element)."""
     if not conditions:
         return []
     positions = {a.get_id(): k for k, a in enumerate(arrays)}
@@ -92,7 +95,8 @@ def groups(conditions: Sequence[tuple[int, z3.BoolRef]], arrays: Sequence[z3.Exp
     by_key: dict[int, Group] = {}
     out: list[Group] = []
     for j, c in conditions:
-        atoms = _atoms(c, positions)
+        atoms = _atoms(c, positions) if deadline is None or time.perf_counter() < deadline \
+            else []
         if not atoms:
             out.append(Group(c, [(j, c)], [[]]))
             continue

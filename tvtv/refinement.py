@@ -551,9 +551,9 @@ def _prove_groups(enc: _Encoded, premises: list, differing: list[tuple[int, z3.B
         except _Timeout:
             break
     if proved:
-        enc.symmetric.append(f"symmetric elements: {len(proved)} proved in "
-                             f"{sum(1 for g in multi if g.members[0][0] in proved)} "
-                             "queries over renamed inputs")
+        queries = sum(1 for g in multi if g.members[0][0] in proved)
+        enc.symmetric.append(f"symmetric elements: {len(proved)} proved in {queries} "
+                             f"quer{'y' if queries == 1 else 'ies'} over renamed inputs")
     return [(j, c) for j, c in differing if j not in proved]
 
 

@@ -20,23 +20,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tvm import relax  # noqa: E402
 
 import tvtv  # noqa: E402
+from tests.test_canonical import _single  # noqa: E402
 from tvtv import refinement  # noqa: E402
-
-
-def _module(op, shapes: list[tuple[int, ...]], **attrs):
-    bb = relax.BlockBuilder()
-    xs = [relax.Var(f"x{i}", relax.TensorType(list(s), "float32")) for i, s in enumerate(shapes)]
-    with bb.function("main", xs):
-        bb.emit_func_output(bb.emit(op(*xs, **attrs)))
-    return bb.get()
 
 
 def cases():
     O = relax.op
     return {
-        "softmax (4,4)": _module(O.nn.softmax, [(4, 4)], axis=-1),
-        "softmax (4,1,1,4,4)": _module(O.nn.softmax, [(4, 1, 1, 4, 4)], axis=-1),
-        "log_softmax (4,1,1,4,4)": _module(O.nn.log_softmax, [(4, 1, 1, 4, 4)], axis=-1),
+        "softmax (4,4)": _single(O.nn.softmax, [(4, 4)], axis=-1)(),
+        "softmax (4,1,1,4,4)": _single(O.nn.softmax, [(4, 1, 1, 4, 4)], axis=-1)(),
+        "log_softmax (4,1,1,4,4)": _single(O.nn.log_softmax, [(4, 1, 1, 4, 4)], axis=-1)(),
     }
 
 

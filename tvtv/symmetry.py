@@ -115,9 +115,7 @@ def general_premises(group: Group, premises: Sequence[z3.BoolRef]) -> list[z3.Bo
     input elements replaced by the variables, kept when its instance for every member is one
     of `premises` (which every member's own query assumes)."""
     have = {p.get_id() for p in premises}
-    first = group.atoms[0]
-    if not first:
-        return list(premises)
+    first = group.atoms[0]      # never empty: a condition without input elements is alone
     variables = _variables(first)
     out: list[z3.BoolRef] = []
     for p in premises:

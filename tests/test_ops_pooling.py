@@ -258,9 +258,100 @@ def test_avg_pool_admits_numpy(op, xs, kw, model):
     assert not agrees(f"relax.nn.{op}", [x], ty, [want], attrs, model=m, exact=False)
 
 
-def test_avg_pool_int_unsupported():
-    ty, attrs = pool_type("avg_pool2d", (1, 1, 2, 2), "int32", pool_size=2)
-    with pytest.raises(Unsupported):
+# -- integer average pooling: relax.mean's semantics --------------------------------------------
+
+I32_EXTREMES = [2**31 - 1, -2**31, 0, 1, -1, 3, -8, 2**30]
+
+
+def ref_int_average(terms: list[int], count: int, dtype: np.dtype) -> int:
+    """The sum wrapped to `dtype` (two's complement), divided truncating toward zero."""
+    info = np.iinfo(dtype)
+    total = (sum(int(t) for t in terms) - info.min) % (1 << info.bits) + info.min
+    q = abs(total) // count
+    return q if total >= 0 else -q
+
+
+def ref_int_avg_pool(x: np.ndarray, out_shape, attrs: dict) -> np.ndarray:
+    out = np.zeros(out_shape, x.dtype)
+    include = attrs["count_include_pad"]
+    for ix, taps in windows(x, out_shape, attrs):
+        count = sum(padded if include else inside for inside, padded, _ in taps)
+        out[ix] = ref_int_average([v for inside, _, v in taps if inside], count, x.dtype)
+    return out
+
+
+def ref_int_adaptive_avg(x: np.ndarray, out_sz) -> np.ndarray:
+    wins = [adaptive_windows(i, o) for i, o in zip(x.shape[2:], out_sz)]
+    out = np.zeros(x.shape[:2] + tuple(out_sz), x.dtype)
+    for nb, c, *o in np.ndindex(*out.shape):
+        rngs = [w[oo] for w, oo in zip(wins, o)]
+        terms = [x[(nb, c, *p)] for p in np.ndindex(*[len(r) for r in rngs])
+                 for p in [tuple(r[q] for r, q in zip(rngs, p))]]
+        out[(nb, c, *o)] = ref_int_average(terms, len(terms), x.dtype)
+    return out
+
+
+INT_CASES = [
+    ("avg_pool2d", (1, 1, 3, 3), dict(pool_size=2, padding=1, count_include_pad=False)),
+    ("avg_pool2d", (1, 2, 4, 4), dict(pool_size=3, strides=2, padding=1, ceil_mode=True,
+                                      count_include_pad=True)),
+    ("avg_pool1d", (1, 1, 5), dict(pool_size=3, strides=2, padding=1)),
+    ("avg_pool3d", (1, 1, 2, 3, 2), dict(pool_size=2, padding=(0, 1, 0, 1, 0, 1))),
+    ("adaptive_avg_pool2d", (1, 3, 1, 4), dict(output_size=(1, 3))),
+    ("adaptive_avg_pool1d", (1, 2, 7), dict(output_size=(3,))),
+    ("adaptive_avg_pool3d", (1, 1, 3, 2, 3), dict(output_size=(2, 1, 2))),
+]
+
+
+def _int_input(shape, seed: int, values: str) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if values == "extremes":   # sums that wrap around int32
+        return rng.choice(np.array(I32_EXTREMES, np.int64), size=shape).astype(np.int32)
+    return rng.integers(-50, 50, size=shape).astype(np.int32)
+
+
+@pytest.mark.parametrize("op,xs,kw", INT_CASES)
+@pytest.mark.parametrize("values", ["small", "extremes"])
+def test_int_average_pooling_matches_reference_and_tvm(op, xs, kw, values):
+    """Integer averages wrap and truncate (relax.mean): forced on small and wrapping sums;
+    TVM's compiled op gives the same values (its avg_pool returns them as int64: a finding,
+    docs/findings.md); means off by one are rejected."""
+    from tvm.relax import op as O
+    x = _int_input(xs, 3, values)
+    ty, attrs = pool_type(op, xs, "int32", **kw)
+    assert ty.dtype == "int32"
+    want = ref_int_adaptive_avg(x, ty.shape[2:]) if op.startswith("adaptive") else \
+        ref_int_avg_pool(x, ty.shape, attrs)
+    assert agrees(f"relax.nn.{op}", [x], ty, [want], attrs, exact=True, arg_dtypes=["int32"])
+    got = run_tvm(lambda a: getattr(O.nn, op)(a, **kw), x)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+    assert (got.dtype == np.int64) == (not op.startswith("adaptive"))
+    # the broken twin: every negative mean one lower (as a floor division would give
+    # them), or else the first mean off by one
+    bad = np.where(want < 0, want - 1, want).astype(np.int32)
+    if not (want < 0).any():
+        bad.reshape(-1)[0] ^= 1
+    assert not agrees(f"relax.nn.{op}", [x], ty, [bad], attrs, exact=False, arg_dtypes=["int32"])
+
+
+def test_int_average_truncates_toward_zero():
+    """mean([3, -8]) = -2 (truncation), as TVM measures; -3 (floor) is rejected."""
+    x = np.array([[[3, -8]]], np.int32)
+    ty, attrs = pool_type("adaptive_avg_pool1d", x.shape, "int32", output_size=(1,))
+    assert agrees("relax.nn.adaptive_avg_pool1d", [x], ty, [np.array([[[-2]]], np.int32)], attrs,
+                  exact=True, arg_dtypes=["int32"])
+    assert not agrees("relax.nn.adaptive_avg_pool1d", [x], ty, [np.array([[[-3]]], np.int32)],
+                      attrs, exact=False, arg_dtypes=["int32"])
+
+
+def test_int_average_pool_unsupported_cases():
+    """bool has no average; an integer window of only padding has no mean."""
+    ty, attrs = pool_type("avg_pool2d", (1, 1, 2, 2), "bool", pool_size=2)
+    with pytest.raises(Unsupported, match="bool"):
+        eval_op("relax.nn.avg_pool2d", [np.ones((1, 1, 2, 2), bool)], ty, attrs, ["bool"])
+    ty, attrs = pool_type("avg_pool2d", (1, 1, 2, 2), "int32", pool_size=2, padding=2,
+                          count_include_pad=False)
+    with pytest.raises(Unsupported, match="only padding"):
         eval_op("relax.nn.avg_pool2d", [np.ones((1, 1, 2, 2), np.int32)], ty, attrs, ["int32"])
 
 
@@ -335,3 +426,26 @@ def test_reference_matches_tvm_execution(op, xs, kw):
     empty = np.isnan(ref)
     assert np.allclose(got[~empty], ref[~empty], rtol=1e-5, atol=1e-6)
     assert np.all(got[empty] == 0)     # measured: TVM's legalization divides 0 by max(count, 1)
+
+
+def test_int_adaptive_pool_legalization_proved_and_floor_division_refuted():
+    """LegalizeOps of an int32 adaptive_avg_pool1d refines the specification; the same
+    TIR with `T.Div` (truncating) replaced by `T.floordiv` is refuted, shown on the VM."""
+    from tvm import relax
+    from tvm.relax import op as O
+
+    import tvtv
+    from tvtv.ir import tvm_bridge
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([1, 2, 5], "int32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(O.nn.adaptive_avg_pool1d(x, output_size=[2])))
+    source = bb.get()
+    legalized = relax.transform.LegalizeOps()(source)
+    (ok,) = tvtv.verify(source, legalized, timeout=20).results
+    assert ok.verdict == "proved", ok.to_dict()
+    text = legalized.script()
+    assert text.count("T.Div(") == 1, text
+    broken = tvm_bridge.parse_script(text.replace("T.Div(", "T.floordiv("))
+    (r,) = tvtv.verify(source, broken, timeout=20).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()

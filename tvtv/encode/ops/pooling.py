@@ -14,6 +14,10 @@ Window geometry (layouts, strides, padding, dilation) is shared with the convolu
   An element whose window holds no counted tap is NaN (0/0, as numpy's mean of nothing).
 - adaptive average pooling: output i averages input [floor(i*L/O), ceil((i+1)*L/O)) per
   dimension (PyTorch), a `reduce_sum` of exactly the window's elements divided by its size.
+- integer averages are `relax.mean`'s: the sum wraps in the dtype and the division by the
+  count truncates toward zero (PyTorch has no integer average pooling; TVM's legalization
+  computes exactly this, measured: [3, -8] averages to -2). An integer window of only padding
+  has no mean and is unsupported.
 """
 from __future__ import annotations
 
@@ -21,12 +25,13 @@ import math
 import numpy as np
 import z3
 
-from tvtv.absfp.dtypes import is_float, numpy_dtype
+from tvtv.absfp.dtypes import is_float, is_int, numpy_dtype
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import out_type, tensor_arg
 from tvtv.encode.ops.convolution import (SPATIAL, as_index, canonical_reader, canonical_shape,
                                          canonical_tensor, check_layout, in_range, int_list,
                                          padding, tap)
+from tvtv.encode.ops.statistical import count_const
 from tvtv.encode.reduction import reduce_fold, reduce_sum
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx, unravel
@@ -129,13 +134,15 @@ def _max_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
 def _avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
     x = tensor_arg(args, 0, call)
     win = Window(call, x, nd)
-    if not is_float(win.dtype):
-        raise Unsupported(f"{call.op} on {win.dtype} tensors (the rounding of an integer average is not specified)")
+    _averageable(call, win.dtype)
     include_pad = bool(call.attrs.get("count_include_pad", False))
     dom = ctx.dom(win.dtype)
-    zero = dom.const(0.0)
+    zero = dom.const(0.0 if is_float(win.dtype) else 0)
     per_dim = win.counts(include_pad)
     possible = sorted({math.prod(c) for c in _product(per_dim)})
+    if 0 in possible and not is_float(win.dtype):
+        # no integer is the mean of nothing (floats: NaN, as 0/0 and numpy's empty mean)
+        raise Unsupported(f"{call.op} on {win.dtype} tensors with a window of only padding")
 
     def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
         nb, c, *sp = ix
@@ -149,11 +156,11 @@ def _avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
 
         total = reduce_sum(ctx, win.dtype, win.n, term)
         if len(possible) == 1:
-            return _average(dom, total, possible[0])
+            return _average(ctx, win.dtype, total, possible[0])
         count = _count_term(win, sp, include_pad)
-        result = _average(dom, total, possible[-1])
+        result = _average(ctx, win.dtype, total, possible[-1])
         for cnt in reversed(possible[:-1]):
-            result = z3.If(count == idx(cnt), _average(dom, total, cnt), result)
+            result = z3.If(count == idx(cnt), _average(ctx, win.dtype, total, cnt), result)
         return result
 
     return canonical_tensor(win.shape, win.out_layout, win.canon, win.dtype, element)
@@ -183,10 +190,18 @@ def _dim_conds(win: Window, dim: int, p: z3.BitVecRef, include_pad: bool) -> lis
     return in_range(p, 0, a + i + b, m) if include_pad else in_range(p, a, a + i, m)
 
 
-def _average(dom, total: z3.ExprRef, count: int) -> z3.ExprRef:
+def _averageable(call: OpCall, dtype: str) -> None:
+    if not (is_float(dtype) or is_int(dtype)):
+        raise Unsupported(f"{call.op} on {dtype} tensors")
+
+
+def _average(ctx: EncodeContext, dtype: str, total: z3.ExprRef, count: int) -> z3.ExprRef:
+    """total / count: IEEE division for floats (an empty window is 0 / 0 = NaN), truncating
+    division for integers, as `relax.mean` (the sum wraps in the dtype)."""
+    dom = ctx.dom(dtype)
     if count == 0:
-        return dom.nan()   # an empty window: 0 / 0
-    return dom.div(total, dom.const(float(count)))
+        return dom.nan()
+    return dom.div(total, count_const(ctx, dtype, count))
 
 
 @register("relax.nn.max_pool1d")
@@ -218,7 +233,7 @@ def encode_max_pool3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.avg_pool1d")
 def encode_avg_pool1d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN; floats only.
+    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN; integers wrap and divide truncating, as relax.mean.
 
     Note: TVM's avg_pool1d defaults to count_include_pad=True, avg_pool2d to False; the
     attribute is read from the call.
@@ -228,7 +243,7 @@ def encode_avg_pool1d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.avg_pool2d")
 def encode_avg_pool2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN; floats only.
+    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN; integers wrap and divide truncating, as relax.mean.
 
     The division is one IEEE division of the sum by the count (exact count as a float).
     """
@@ -237,7 +252,7 @@ def encode_avg_pool2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.avg_pool3d")
 def encode_avg_pool3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """avg_pool2d's semantics with three spatial dimensions: window sum (zero padding as +0.0 terms) / number of counted taps, NaN for an empty window; floats only."""
+    """avg_pool2d's semantics with three spatial dimensions: window sum (zero padding as +0.0 terms) / number of counted taps, NaN for an empty window; integers as relax.mean."""
     return _avg_pool(ctx, call, args, 3)
 
 
@@ -246,8 +261,7 @@ def encode_avg_pool3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 def _adaptive_avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
-    if not is_float(ty.dtype):
-        raise Unsupported(f"{call.op} on {ty.dtype} tensors")
+    _averageable(call, ty.dtype)
     canon = "NC" + SPATIAL[nd]
     layout = check_layout(call.attrs.get("layout"), canon, "data")
     out_layout = check_layout(call.attrs.get("out_layout") or layout, canon, "out")
@@ -259,7 +273,6 @@ def _adaptive_avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) ->
     if any(o == 0 for o in out_sz):
         return canonical_tensor(ty.shape, out_layout, canon, ty.dtype, lambda ix: ctx.dom(ty.dtype).zero())
     read = canonical_reader(x, layout, canon)
-    dom = ctx.dom(ty.dtype)
 
     def start(o: z3.BitVecRef, i: int, out: int) -> z3.BitVecRef:
         return z3.UDiv(as_index(o) * idx(i), idx(out))                     # floor(o*L/O)
@@ -282,7 +295,7 @@ def _adaptive_avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) ->
             def term(r: z3.BitVecRef) -> z3.ExprRef:
                 return read([nb, c, *[st + off for st, off in zip(starts, unravel(r, list(win)))]])
 
-            return dom.div(reduce_sum(ctx, ty.dtype, n, term), dom.const(float(n)))
+            return _average(ctx, ty.dtype, reduce_sum(ctx, ty.dtype, n, term), n)
 
         classes = _product(sizes)
         result = average(classes[-1])
@@ -297,13 +310,13 @@ def _adaptive_avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) ->
 
 @register("relax.nn.adaptive_avg_pool1d")
 def encode_adaptive_avg_pool1d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Output i is the mean of input [floor(i*L/O), ceil((i+1)*L/O)) (PyTorch adaptive_avg_pool1d): a `reduce_sum` of exactly the window's elements divided by its size; output_size None keeps the input size; floats only."""
+    """Output i is the mean of input [floor(i*L/O), ceil((i+1)*L/O)) (PyTorch adaptive_avg_pool1d): a `reduce_sum` of exactly the window's elements divided by its size (integers: wrapping sum, truncating division, as relax.mean); output_size None keeps the input size."""
     return _adaptive_avg_pool(ctx, call, args, 1)
 
 
 @register("relax.nn.adaptive_avg_pool2d")
 def encode_adaptive_avg_pool2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Output (i, j) is the mean of rows [floor(i*H/OH), ceil((i+1)*H/OH)) x cols [floor(j*W/OW), ceil((j+1)*W/OW)) (PyTorch adaptive_avg_pool2d): a `reduce_sum` of exactly the window's elements divided by its size; output_size None keeps the input size; floats only.
+    """Output (i, j) is the mean of rows [floor(i*H/OH), ceil((i+1)*H/OH)) x cols [floor(j*W/OW), ceil((j+1)*W/OW)) (PyTorch adaptive_avg_pool2d): a `reduce_sum` of exactly the window's elements divided by its size (integers: wrapping sum, truncating division, as relax.mean); output_size None keeps the input size.
 
     Windows of different sizes are different sums (an If over the few size classes), so
     each sum has exactly its window's terms.
@@ -313,5 +326,5 @@ def encode_adaptive_avg_pool2d(ctx: EncodeContext, call: OpCall, args: list) -> 
 
 @register("relax.nn.adaptive_avg_pool3d")
 def encode_adaptive_avg_pool3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """adaptive_avg_pool2d's semantics with three spatial dimensions: the mean of the PyTorch window [floor(i*L/O), ceil((i+1)*L/O)) per dimension; floats only."""
+    """adaptive_avg_pool2d's semantics with three spatial dimensions: the mean of the PyTorch window [floor(i*L/O), ceil((i+1)*L/O)) per dimension; integers as relax.mean."""
     return _adaptive_avg_pool(ctx, call, args, 3)

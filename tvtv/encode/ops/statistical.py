@@ -144,15 +144,22 @@ def _numeric(dtype: str, op: str) -> None:
         raise Unsupported(f"{op} on dtype {dtype}")
 
 
+def count_const(ctx: EncodeContext, dtype: str, n: int) -> z3.ExprRef:
+    """The element count `n` of a mean as a constant of `dtype`, the divisor of sum / n: a
+    float, or for integers the count itself, which must be positive and fit the dtype."""
+    if is_int(dtype):
+        bits = int("".join(c for c in dtype if c.isdigit()))
+        limit = (1 << (bits - 1)) - 1 if dtype.startswith("int") else (1 << bits) - 1
+        if not 0 < n <= limit:
+            raise Unsupported(f"integer mean over {n} elements does not fit {dtype}")
+        return ctx.dom(dtype).const(n)
+    return ctx.dom(dtype).const(float(n))
+
+
 def divide_by_count(ctx: EncodeContext, s: Tensor, n: int) -> Tensor:
     """s / n elementwise: IEEE division for floats, truncating division for integers."""
     dom = ctx.dom(s.dtype)
-    if is_int(s.dtype):
-        bits = int("".join(c for c in s.dtype if c.isdigit()))
-        limit = (1 << (bits - 1)) - 1 if s.dtype.startswith("int") else (1 << bits) - 1
-        if not 0 < n <= limit:
-            raise Unsupported(f"integer mean over {n} elements does not fit {s.dtype}")
-    count = dom.const(n)
+    count = count_const(ctx, s.dtype, n)
     return elementwise(s.shape, s.dtype, [s], lambda v: dom.div(v, count))
 
 

@@ -232,6 +232,37 @@ def _hand() -> dict[str, list[Case]]:
             {"shape": [2, 1]}),
         _fn("relax.collapse_sum_to", [((2, 3, 4), I32)], lambda x: O.collapse_sum_to(x, (3, 1)),
             {"shape": [3, 1]})]
+    h["relax.gather_elements"] = [
+        _fn("relax.gather_elements", [((3, 4), F32), ((3, 2), "int64")],
+            lambda x, i: O.gather_elements(x, i, axis=1), {"axis": 1}),
+        _fn("relax.gather_elements", [((3, 4), I32), ((2, 4), I32)],
+            lambda x, i: O.gather_elements(x, i, axis=0), {"axis": 0}),
+        _fn("relax.gather_elements", [((2, 3, 4), F16), ((1, 2, 5), "int64")],
+            lambda x, i: O.gather_elements(x, i, axis=-1), {"axis": -1})]
+    h["relax.gather_nd"] = [
+        _fn("relax.gather_nd", [((3, 4), F32), ((2, 2), "int64")],
+            lambda x, i: O.gather_nd(x, i), {"batch_dims": 0}),
+        _fn("relax.gather_nd", [((3, 4), I32), ((5, 1), "int64")],
+            lambda x, i: O.gather_nd(x, i), {"batch_dims": 0}),
+        _fn("relax.gather_nd", [((3, 4, 2), F32), ((3, 2, 1), "int64")],
+            lambda x, i: O.gather_nd(x, i, batch_dims=1), {"batch_dims": 1})]
+    h["relax.scatter_elements"] = [
+        _fn("relax.scatter_elements", [((3, 4), F32), ((3, 2), "int64"), ((3, 2), F32)],
+            lambda x, i, u: O.scatter_elements(x, i, u, axis=1),
+            {"axis": 1, "reduction": "update"}),
+        _fn("relax.scatter_elements", [((3, 4), I32), ((2, 4), I32), ((2, 4), I32)],
+            lambda x, i, u: O.scatter_elements(x, i, u, axis=0, reduction="add"),
+            {"axis": 0, "reduction": "add"}),
+        _fn("relax.scatter_elements", [((2, 3), I32), ((2, 2), "int64"), ((2, 2), I32)],
+            lambda x, i, u: O.scatter_elements(x, i, u, axis=-1, reduction="max"),
+            {"axis": -1, "reduction": "max"})]
+    h["relax.scatter_nd"] = [
+        _fn("relax.scatter_nd", [((3, 4), F32), ((2, 1), "int64"), ((2, 4), F32)],
+            lambda x, i, u: O.scatter_nd(x, i, u), {"reduction": "update"}),
+        _fn("relax.scatter_nd", [((3, 4), F32), ((3, 2), "int64"), ((3,), F32)],
+            lambda x, i, u: O.scatter_nd(x, i, u), {"reduction": "update"}),
+        _fn("relax.scatter_nd", [((3, 4), I32), ((2, 2), "int64"), ((2,), I32)],
+            lambda x, i, u: O.scatter_nd(x, i, u, "add"), {"reduction": "add"})]
     h["relax.nn.pixel_shuffle"] = [
         _fn("relax.nn.pixel_shuffle", [((1, 4, 2, 2), F32)],
             lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),

@@ -21,6 +21,12 @@ _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Mod": "mod",
 _COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
 
 
+# AttrStmt keys that only advise code generation, so the statement means its body:
+# "pragma_scope" (the IR-builder TIR LegalizeOps emits for scatter_elements and scatter_nd,
+# `T.attr({"pragma_scope": "seq"})` around their loops) asks for sequential execution.
+NEUTRAL_ATTRS = frozenset({"pragma_scope"})
+
+
 def _int(e: Any, what: str) -> int:
     if type(e).__name__ != "IntImm":
         raise Unsupported(f"symbolic {what} {e}")
@@ -98,6 +104,8 @@ class _TIRReader:
         if kind == "Bind":
             value = self.expr(s.value)
             return T.Let(self.var(s.var), value)
+        if kind == "AttrStmt" and str(s.attr_key) in NEUTRAL_ATTRS:
+            return self.stmt(s.body)
         if kind == "Evaluate":
             if type(s.value).__name__ in ("IntImm",):
                 return T.Nop()

@@ -2,6 +2,7 @@
 from tvtv.encode.ops import (  # noqa: F401
     convolution,
     elementwise,
+    indexing,
     linalg,
     manipulate,
     normalization,

@@ -17,7 +17,10 @@ that misses an output element gives a target that may differ from the source the
 
 Supported shape of blocks: iter values that are loop variables (or constants), store indices
 that are distinct loop/iter variables or constants, a true predicate, a single store per block
-(plus the init). Everything else raises `Unsupported` naming the PrimFunc and block.
+(plus the init). A plain store at computed indices (scatter's IR-builder TIR, which stores at
+positions read from an index tensor) is unrolled over its loops' iterations, at most
+`UNROLLED_STORES` (`write_unrolled`). Everything else raises `Unsupported` naming the
+PrimFunc and block.
 """
 from __future__ import annotations
 
@@ -44,6 +47,9 @@ from tvtv.ir import tir as T
 _undef_counter = itertools.count()
 # Largest number of known constant cases a float value is tracked with (see `Sc.cases`).
 CASES_BOUND = 16
+# Largest number of iterations a store at computed indices is unrolled over
+# (`PrimFuncEncoder.write_unrolled`).
+UNROLLED_STORES = 512
 
 
 @dataclass(frozen=True)
@@ -376,6 +382,9 @@ class PrimFuncEncoder:
                 dims.append(by_var[e.id])
             elif isinstance(e, T.IntImm):
                 dims.append(e.value)
+            elif init is None and not red and value_fn is None:
+                self.write_unrolled(store, loops, binding)
+                return
             else:
                 raise self.fail(f"store index {k} of {buf.name} that is not a loop variable")
         used = [d.var for d in dims if isinstance(d, Loop)]
@@ -450,6 +459,57 @@ class PrimFuncEncoder:
 
         self.state[store.buffer] = Tensor.from_flat(shape, buf.dtype, flat)
         self.readers[store.buffer] = element
+
+    def write_unrolled(self, store: T.Store, loops: list[Loop], binding: dict[str, Loop | int]) -> None:
+        """Run `store` once per iteration of `loops`, in the loops' order, when its indices
+        are not loop variables (the IR-builder TIR of scatter_elements and scatter_nd:
+        `out[(v * 4 + i[v, w]) // 4, ...] = u[v, w]`, or a flat copy `out[v // 4, v % 4]`).
+        Each iteration's value reads the buffer as the earlier iterations left it, so a later
+        store to the same element wins and an accumulation (`out[p] = out[p] + u`) sees the
+        earlier ones: the element is `If(ix == p_k, value_k, previous(ix))`. Parallel loops
+        run as serial ones here, as everywhere in this interpreter. At most
+        `UNROLLED_STORES` iterations."""
+        if any(lp.dyn is not None for lp in loops):
+            raise self.fail(f"store to {self.buffers[store.buffer].name} at computed indices "
+                            f"under a loop of varying extent")
+        n = math.prod(lp.extent for lp in loops)
+        buf = self.buffers[store.buffer]
+        if n > UNROLLED_STORES:
+            raise self.fail(f"store to {buf.name} at computed indices in {n} iterations "
+                            f"(at most {UNROLLED_STORES} are unrolled)")
+        shape = buf.shape
+        for point in itertools.product(*[range(lp.lo, lp.lo + lp.extent) for lp in loops]):
+            env: dict[str, Val] = {lp.var: IX.constant(v) for lp, v in zip(loops, point)}
+            for var, b in [*self.aliases.items(), *binding.items()]:
+                if isinstance(b, Loop):
+                    if b.var in env:
+                        env[var] = env[b.var]
+                else:
+                    env[var] = IX.constant(b)
+            at, in_bounds = self.indices(store.indices, shape, env, f"store to {buf.name}")
+            # out of bounds the store is UB (recorded): it writes nothing in the model
+            where = z3.simplify(z3.And(*in_bounds)) if in_bounds else z3.BoolVal(True)
+            with self.guard(where):
+                value = self.scalar(self.expr(store.value, env), buf.dtype)
+            previous = self.readers[store.buffer]
+
+            def element(ix: list[IX.Ix], at: list[IX.Ix] = at, value: z3.ExprRef = value,
+                        where: z3.BoolRef = where, previous: Reader = previous) -> z3.ExprRef:
+                hit = z3.simplify(z3.And(where, *[IX.eq(a, b) for a, b in zip(ix, at)]))
+                if z3.is_false(hit):
+                    return previous(ix)
+                return value if z3.is_true(hit) else z3.If(hit, value, previous(ix))
+
+            self.readers[store.buffer] = element
+
+        final = self.readers[store.buffer]
+
+        def flat(i: z3.BitVecRef) -> z3.ExprRef:
+            parts = unravel(i, shape) if shape else []
+            return final([IX.Ix(t, 0, size - 1) if size > 1 else IX.constant(0)
+                          for t, size in zip(parts, shape)])
+
+        self.state[store.buffer] = Tensor.from_flat(shape, buf.dtype, flat)
 
     def write_joint(self, stores: list[T.Store], inits: list[T.Store], loops: list[Loop],
                     binding: dict[str, Loop | int], red: list[Loop]) -> None:
@@ -667,6 +727,37 @@ class PrimFuncEncoder:
             return IX.select(c, t, f)
         return Sc(z3.If(c, self.scalar(t, dtype), self.scalar(f, dtype)), dtype)
 
+    def indices(self, exprs: Sequence[T.Expr], shape: Sequence[int], env: dict[str, Val],
+                what: str) -> tuple[list[IX.Ix], list[z3.BoolRef]]:
+        """The index expressions of an access to a buffer of `shape`, each as an index in
+        its dimension, and the conditions (not statically true) that they are in bounds;
+        out of bounds is UB (recorded here). An index may be a loaded integer (take's and
+        scatter's TIR read positions from an index tensor)."""
+        ix: list[IX.Ix] = []
+        in_bounds: list[z3.BoolRef] = []
+        for d, (ie, size) in enumerate(zip(exprs, shape)):
+            v = self.expr(ie, env)
+            if isinstance(v, Sc):
+                if not is_int(v.dtype):
+                    raise self.fail(f"index of dtype {v.dtype}")
+                bits, signed = INT_FORMATS[v.dtype]
+                x = v.term
+                ok = z3.And(x >= 0, x < size) if signed else z3.ULT(x, size)
+                self.ub(z3.Not(ok), f"{what} out of bounds in dimension {d}")
+                in_bounds.append(ok)
+                x = z3.Extract(INDEX_BITS - 1, 0, x) if bits > INDEX_BITS else (
+                    z3.ZeroExt(INDEX_BITS - bits, x) if bits < INDEX_BITS else x)
+                ix.append(IX.Ix(x, 0, size - 1) if size > 1 else IX.constant(0))
+                continue
+            if v.lo < 0 or v.hi >= size:
+                ok = z3.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))
+                self.ub(z3.Not(ok), f"{what} out of bounds in dimension {d}")
+                in_bounds.append(ok)
+                lo, hi = max(v.lo, 0), min(v.hi, size - 1)
+                v = IX.Ix(v.term, lo, hi) if lo < hi else IX.constant(lo)
+            ix.append(v)
+        return ix, in_bounds
+
     def load(self, e: T.Load, env: dict[str, Val]) -> Val:
         if e.buffer in self.acc_override:
             indices, value = self.acc_override[e.buffer]
@@ -679,29 +770,7 @@ class PrimFuncEncoder:
         name = self.buffers[e.buffer].name
         if len(e.indices) != t.ndim:
             raise self.fail(f"load from {name} with {len(e.indices)} indices")
-        ix: list[IX.Ix] = []
-        in_bounds: list[z3.BoolRef] = []   # where the index is in bounds (not statically)
-        for d, (ie, size) in enumerate(zip(e.indices, t.shape)):
-            v = self.expr(ie, env)
-            if isinstance(v, Sc):
-                if not is_int(v.dtype):
-                    raise self.fail(f"index of dtype {v.dtype}")
-                bits, signed = INT_FORMATS[v.dtype]
-                x = v.term
-                ok = z3.And(x >= 0, x < size) if signed else z3.ULT(x, size)
-                self.ub(z3.Not(ok), f"load from {name} out of bounds in dimension {d}")
-                in_bounds.append(ok)
-                x = z3.Extract(INDEX_BITS - 1, 0, x) if bits > INDEX_BITS else (
-                    z3.ZeroExt(INDEX_BITS - bits, x) if bits < INDEX_BITS else x)
-                ix.append(IX.Ix(x, 0, size - 1) if size > 1 else IX.constant(0))
-                continue
-            if v.lo < 0 or v.hi >= size:
-                ok = z3.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))
-                self.ub(z3.Not(ok), f"load from {name} out of bounds in dimension {d}")
-                in_bounds.append(ok)
-                lo, hi = max(v.lo, 0), min(v.hi, size - 1)
-                v = IX.Ix(v.term, lo, hi) if lo < hi else IX.constant(lo)
-            ix.append(v)
+        ix, in_bounds = self.indices(e.indices, t.shape, env, f"load from {name}")
         # Keyed by AST ids: the entry keeps those ASTs (and the reader) alive, since Z3 reuses
         # the id of a freed AST (a stale hit would read another element: unsound).
         reader = self.readers[e.buffer]

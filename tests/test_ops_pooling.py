@@ -88,16 +88,22 @@ def adaptive_windows(length: int, out: int) -> list[range]:
     return [range(i * length // out, -(-(i + 1) * length // out)) for i in range(out)]
 
 
+def adaptive_terms(x: np.ndarray, out_sz):
+    """For each output index of adaptive pooling to `out_sz`: its window's elements in
+    row-major order."""
+    wins = [adaptive_windows(i, o) for i, o in zip(x.shape[2:], out_sz)]
+    for nb, c, *o in np.ndindex(*x.shape[:2], *out_sz):
+        rngs = [w[oo] for w, oo in zip(wins, o)]
+        yield (nb, c, *o), [x[(nb, c, *p)] for p in np.ndindex(*[len(r) for r in rngs])
+                            for p in [tuple(r[q] for r, q in zip(rngs, p))]]
+
+
 def ref_adaptive_avg(x: np.ndarray, out_sz) -> np.ndarray:
     t = x.dtype.type
-    wins = [adaptive_windows(i, o) for i, o in zip(x.shape[2:], out_sz)]
     out = np.zeros(x.shape[:2] + tuple(out_sz), x.dtype)
-    for nb, c, *o in np.ndindex(*out.shape):
-        rngs = [w[oo] for w, oo in zip(wins, o)]
-        terms = [x[(nb, c, *p)] for p in np.ndindex(*[len(r) for r in rngs])
-                 for p in [tuple(r[q] for r, q in zip(rngs, p))]]
+    for ix, terms in adaptive_terms(x, out_sz):
         with np.errstate(all="ignore"):
-            out[(nb, c, *o)] = t(fold(terms, x.dtype) / t(len(terms)))
+            out[ix] = t(fold(terms, x.dtype) / t(len(terms)))
     return out
 
 
@@ -281,13 +287,9 @@ def ref_int_avg_pool(x: np.ndarray, out_shape, attrs: dict) -> np.ndarray:
 
 
 def ref_int_adaptive_avg(x: np.ndarray, out_sz) -> np.ndarray:
-    wins = [adaptive_windows(i, o) for i, o in zip(x.shape[2:], out_sz)]
     out = np.zeros(x.shape[:2] + tuple(out_sz), x.dtype)
-    for nb, c, *o in np.ndindex(*out.shape):
-        rngs = [w[oo] for w, oo in zip(wins, o)]
-        terms = [x[(nb, c, *p)] for p in np.ndindex(*[len(r) for r in rngs])
-                 for p in [tuple(r[q] for r, q in zip(rngs, p))]]
-        out[(nb, c, *o)] = ref_int_average(terms, len(terms), x.dtype)
+    for ix, terms in adaptive_terms(x, out_sz):
+        out[ix] = ref_int_average(terms, len(terms), x.dtype)
     return out
 
 

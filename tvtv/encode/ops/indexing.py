@@ -209,13 +209,7 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
     for d in range(x.ndim):
         if d != a and ind.shape[d] > x.shape[d]:
             raise Unsupported(f"{op}: indices {ind.shape} exceed data {x.shape} in dimension {d}")
-    reduction = call.attrs.get("reduction", "update")
-    if reduction != "update":
-        if reduction not in _INT_REDUCTIONS:
-            raise Unsupported(f"{op} with reduction {reduction!r}")
-        if x.dtype not in INT_FORMATS:
-            raise Unsupported(f"{op} with reduction {reduction!r} on {x.dtype} "
-                              "(float accumulation order is unspecified)")
+    reduction = _reduction(call, x.dtype)
     ty = _checked_type(call, x.shape, x.dtype)
     n, K = x.shape[a], ind.shape[a]
     if K > SCATTER_LINE_BOUND:
@@ -264,6 +258,17 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 
+def _reduction(call: OpCall, dtype: str) -> str:
+    """A scatter's `reduction` attribute: "update", or an order-free integer reduction."""
+    reduction = call.attrs.get("reduction", "update")
+    if reduction != "update":
+        if reduction not in _INT_REDUCTIONS:
+            raise Unsupported(f"{call.op} with reduction {reduction!r}")
+        if dtype not in INT_FORMATS:
+            raise Unsupported(f"{call.op} with reduction {reduction!r} on {dtype} "
+                              "(float accumulation order is unspecified)")
+    return reduction
+
 
 @register("relax.scatter_nd")
 def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
@@ -287,13 +292,7 @@ def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     lead = tuple(ind.shape[:-1])
     if tuple(upd.shape) != lead + tuple(x.shape[m:]):
         raise Unsupported(f"{op}: updates {upd.shape} for indices {ind.shape} and data {x.shape}")
-    reduction = call.attrs.get("reduction", "update")
-    if reduction != "update":
-        if reduction not in _INT_REDUCTIONS:
-            raise Unsupported(f"{op} with reduction {reduction!r}")
-        if x.dtype not in INT_FORMATS:
-            raise Unsupported(f"{op} with reduction {reduction!r} on {x.dtype} "
-                              "(float accumulation order is unspecified)")
+    reduction = _reduction(call, x.dtype)
     ty = _checked_type(call, x.shape, x.dtype)
     P = math.prod(lead)
     if P > SCATTER_LINE_BOUND:

@@ -116,6 +116,10 @@ MEANINGS: dict[str, str] = {
     "relax.nn.max_pool1d": _POOL,
     "relax.nn.max_pool2d": _POOL,
     "relax.nn.max_pool3d": _POOL,
+    "relax.full": ("TVM's legalization converts a float fill to bool by truncation (0.5 gives "
+                   "False); numpy and astype give True (x != 0)"),
+    "relax.eye_like": ("LegalizeOps ignores eye_like's dtype and builds x's dtype, so the "
+                       "module's result type changes (int32 asked, float32 built)"),
     "relax.nn.avg_pool1d": _INT_AVG,
     "relax.nn.avg_pool2d": _INT_AVG,
     "relax.nn.avg_pool3d": _INT_AVG,

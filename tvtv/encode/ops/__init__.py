@@ -1,6 +1,7 @@
 """Relax op encoders, one module per family. Importing this package registers them all."""
 from tvtv.encode.ops import (  # noqa: F401
     convolution,
+    creation,
     elementwise,
     indexing,
     linalg,

@@ -102,12 +102,7 @@ def encode_gather_elements(ctx: EncodeContext, call: OpCall, args: list) -> Tens
     op = call.op
     x, ind = tensor_arg(args, 0, call), tensor_arg(args, 1, call)
     _index_dtype_check(ind, op)
-    if x.ndim != ind.ndim:
-        raise Unsupported(f"{op}: data of rank {x.ndim} and indices of rank {ind.ndim}")
-    a = _axis(call.attrs.get("axis", 0), x.ndim, call)
-    for d in range(x.ndim):
-        if d != a and ind.shape[d] > x.shape[d]:
-            raise Unsupported(f"{op}: indices {ind.shape} exceed data {x.shape} in dimension {d}")
+    a = _elements_axis(call, x, ind)
     ty = _checked_type(call, ind.shape, x.dtype)
     n = x.shape[a]
 
@@ -203,12 +198,7 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         raise Unsupported(f"{op}: indices {ind.shape} and updates {upd.shape} differ")
     if upd.dtype != x.dtype:
         raise Unsupported(f"{op}: updates of dtype {upd.dtype} into data of dtype {x.dtype}")
-    if x.ndim != ind.ndim:
-        raise Unsupported(f"{op}: data of rank {x.ndim} and indices of rank {ind.ndim}")
-    a = _axis(call.attrs.get("axis", 0), x.ndim, call)
-    for d in range(x.ndim):
-        if d != a and ind.shape[d] > x.shape[d]:
-            raise Unsupported(f"{op}: indices {ind.shape} exceed data {x.shape} in dimension {d}")
+    a = _elements_axis(call, x, ind)
     reduction = _reduction(call, x.dtype)
     ty = _checked_type(call, x.shape, x.dtype)
     n, K = x.shape[a], ind.shape[a]
@@ -256,6 +246,19 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
                   if d != a and ind.shape[d] < x.shape[d]]
         return z3.If(z3.And(*inside), acc, x.at_multi(ix)) if inside else acc
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
+
+
+def _elements_axis(call: OpCall, x: Tensor, ind: Tensor) -> int:
+    """The normalized axis of gather_elements / scatter_elements, after checking that the
+    indices have the data's rank and fit inside it off the axis (TVM's inference accepts
+    larger ones, which the VM reads or writes out of bounds: refused, not given a meaning)."""
+    if x.ndim != ind.ndim:
+        raise Unsupported(f"{call.op}: data of rank {x.ndim} and indices of rank {ind.ndim}")
+    a = _axis(call.attrs.get("axis", 0), x.ndim, call)
+    for d in range(x.ndim):
+        if d != a and ind.shape[d] > x.shape[d]:
+            raise Unsupported(f"{call.op}: indices {ind.shape} exceed data {x.shape} in dimension {d}")
+    return a
 
 
 def _reduction(call: OpCall, dtype: str) -> str:

@@ -338,6 +338,29 @@ def _hand() -> dict[str, list[Case]]:
         _fn("relax.arange", [], lambda: O.arange(10, 0, -3), {"start": 10, "end": 0, "step": -3}),
         # finding: TVM infers 5 elements, numpy and the VM give 4 (tvtv: unsupported)
         _fn("relax.arange", [], lambda: O.arange(5, -3, -2), {"start": 5, "end": -3, "step": -2})]
+    h["relax.nn.nll_loss"] = [
+        _fn("relax.nn.nll_loss", [((2, 3), F32), ((2,), "int64")],
+            lambda x, t: O.nn.nll_loss(x, t, reduction="sum"), {"reduction": "sum"}),
+        _fn("relax.nn.nll_loss", [((3, 4), F32), ((3,), "int64"), ((4,), F32)],
+            lambda x, t, w: O.nn.nll_loss(x, t, w, reduction="mean", ignore_index=1),
+            {"reduction": "mean", "ignore_index": 1}),
+        _fn("relax.nn.nll_loss", [((2, 3, 2), F32), ((2, 2), "int64")],
+            lambda x, t: O.nn.nll_loss(x, t, reduction="none", ignore_index=0),
+            {"reduction": "none", "ignore_index": 0}),
+        _fn("relax.nn.nll_loss", [((4,), F16), ((), I32)],
+            lambda x, t: O.nn.nll_loss(x, t, reduction="mean", ignore_index=2),
+            {"reduction": "mean", "ignore_index": 2})]
+    h["relax.nn.cross_entropy_with_logits"] = [
+        _fn("relax.nn.cross_entropy_with_logits", [((2, 3), F32), ((2, 3), F32)],
+            lambda x, y: O.nn.cross_entropy_with_logits(x, y)),
+        _fn("relax.nn.cross_entropy_with_logits", [((5,), F32), ((5,), F32)],
+            lambda x, y: O.nn.cross_entropy_with_logits(x, y)),
+        _fn("relax.nn.cross_entropy_with_logits", [((2, 2, 2), F16), ((2, 2, 2), F16)],
+            lambda x, y: O.nn.cross_entropy_with_logits(x, y))]
+    h["relax.nn.dropout"] = [
+        _fn("relax.nn.dropout", [((2, 3), F32)], lambda x: O.nn.dropout(x, 0.5), {"rate": 0.5}),
+        _fn("relax.nn.dropout", [((4,), F16)], lambda x: O.nn.dropout(x, 0.1), {"rate": 0.1}),
+        _fn("relax.nn.dropout", [((1, 2, 3), F32)], lambda x: O.nn.dropout(x, 0.0), {"rate": 0.0})]
     h["relax.nn.pixel_shuffle"] = [
         _fn("relax.nn.pixel_shuffle", [((1, 4, 2, 2), F32)],
             lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),

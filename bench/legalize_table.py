@@ -120,6 +120,11 @@ MEANINGS: dict[str, str] = {
                    "False); numpy and astype give True (x != 0)"),
     "relax.eye_like": ("LegalizeOps ignores eye_like's dtype and builds x's dtype, so the "
                        "module's result type changes (int32 asked, float32 built)"),
+    "relax.nn.nll_loss": ("TIR computes Select(t != ignore_index, (0 - p[n, t]) * w[t], 0): "
+                          "Select evaluates both operands, so an ignored target (the default "
+                          "-100) reads p[n, -100] out of bounds (UB; the VM reads garbage and "
+                          "drops it); and 0 - p gives +0.0 where the documented -p * w gives "
+                          "-0.0 for p = +0.0 (reduction none)"),
     "relax.nn.avg_pool1d": _INT_AVG,
     "relax.nn.avg_pool2d": _INT_AVG,
     "relax.nn.avg_pool3d": _INT_AVG,

@@ -251,3 +251,29 @@ def test_layer_norm_center_false_is_confirmed_on_constant_inputs(monkeypatch, wi
     assert spec == 0 and tgt == float(beta.flat[0])
     (ran,) = tvm_bridge.run_vm(legal, "main", [cex.inputs[n] for n in ("x", "g", "b")])
     assert float(ran[cex.index]) == tgt
+
+
+def test_drawn_inputs_on_which_the_source_is_undefined_confirm_nothing():
+    """nll_loss's legalization reads p[n, -100] for an ignored target (TIR's Select runs both
+    branches): a UB counterexample. The drawn input sets have targets out of [0, C), where the
+    specification is undefined and both compiled modules read garbage; they once "confirmed"
+    it as a value difference (`vm-random-inputs` on targets [3, 3] with C = 3). Now only sets
+    on which the source is defined count, and the UB counterexample stands on the solver's
+    inputs (the IEEE model separates source and target there)."""
+    import tvtv
+    from tvm.relax import op as O
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([2, 3], "float32"))
+    t = relax.Var("t", relax.TensorType([2], "int64"))
+    with bb.function("main", [x, t]):
+        bb.emit_func_output(bb.emit(O.nn.nll_loss(x, t, reduction="sum")))
+    mod = bb.get()
+    (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=20).results
+    cex = r.counterexample
+    assert r.verdict == "counterexample" and cex.kind == "ub", r.to_dict()
+    assert cex.confirmed_by != "vm-random-inputs" and cex.confirmed_ieee is True, r.to_dict()
+    assert all(0 <= v < 3 or v == -100 for v in cex.inputs["t"]), cex.inputs
+    assert confirm.defined_on(mod, "main", {"x": np.zeros((2, 3), "float32"),
+                                            "t": np.array([0, 2])})
+    assert not confirm.defined_on(mod, "main", {"x": np.zeros((2, 3), "float32"),
+                                                "t": np.array([3, 3])})

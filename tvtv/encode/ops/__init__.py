@@ -5,6 +5,7 @@ from tvtv.encode.ops import (  # noqa: F401
     elementwise,
     indexing,
     linalg,
+    loss,
     manipulate,
     normalization,
     pooling,

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import z3
+
+from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.values import PrimScalar, Value, as_tensor
 from tvtv.errors import Unsupported
@@ -14,6 +17,24 @@ def out_type(call: OpCall) -> TensorType:
     if not isinstance(call.ty, TensorType):
         raise Unsupported(f"{call.op} with result type {call.ty}")
     return call.ty
+
+
+def checked_result(call: OpCall, t: Tensor, ty: Any = None) -> Tensor:
+    """`t`, after checking that it has TVM's inferred type `ty` (default: the call's)."""
+    ty = ty if ty is not None else out_type(call)
+    if not isinstance(ty, TensorType) or tuple(ty.shape) != t.shape or ty.dtype != t.dtype:
+        raise Unsupported(f"{call.op}: encoded result {t.shape} {t.dtype} differs from TVM's "
+                          f"inferred type {ty}")
+    return t
+
+
+def index_value(v: z3.ExprRef, dtype: str, op: str) -> z3.BitVecRef:
+    """An element of `op`'s integer index tensor as a 65-bit signed bit-vector (exact for
+    every integer dtype, so range checks cannot wrap)."""
+    if dtype not in INT_FORMATS:
+        raise Unsupported(f"{op} with indices of dtype {dtype}")
+    bits, signed = INT_FORMATS[dtype]
+    return z3.SignExt(65 - bits, v) if signed else z3.ZeroExt(65 - bits, v)
 
 
 def tensor_arg(args: list[Value], k: int, call: OpCall) -> Tensor:

@@ -32,7 +32,7 @@ import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float, numpy_dtype
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import out_type, tensor_arg
+from tvtv.encode.ops.common import index_value, out_type, tensor_arg
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import INDEX_BITS, Tensor
 from tvtv.encode.values import PrimScalar, Shape, Value
@@ -230,10 +230,7 @@ def encode_eye_like(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 # ------------------------------------------------------------------------------------------------
 def _index_value(v: z3.ExprRef, dtype: str) -> z3.BitVecRef:
     """An integer element as a WIDE signed bit-vector (exact for every integer dtype)."""
-    if dtype not in INT_FORMATS:
-        raise Unsupported(f"relax.one_hot with indices of dtype {dtype}")
-    bits, signed = INT_FORMATS[dtype]
-    return z3.SignExt(WIDE - bits, v) if signed else z3.ZeroExt(WIDE - bits, v)
+    return z3.SignExt(WIDE - 65, index_value(v, dtype, "relax.one_hot"))
 
 
 @register("relax.one_hot")

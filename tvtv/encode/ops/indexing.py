@@ -2,7 +2,7 @@
 scatter_nd.
 
 Index elements are read as 65-bit signed bit-vectors (exact for every integer dtype, see
-`manipulate._index_value`); an index outside its axis is undefined behaviour, recorded
+`common.index_value`); an index outside its axis is undefined behaviour, recorded
 with `ctx.add_ub` as for `take` in mode "fast": a disjunction over the index elements up to
 `TAKE_UB_EXPAND` of them, an existential quantifier over the flat index above.
 
@@ -37,7 +37,7 @@ import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import tensor_arg
+from tvtv.encode.ops.common import index_value, tensor_arg
 from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, _axis, _checked_type
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx, ravel
@@ -50,14 +50,6 @@ Index = z3.BitVecRef
 # ------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------
-def _index_value(v: z3.ExprRef, dtype: str, op: str) -> z3.BitVecRef:
-    """An index element as a 65-bit signed bit-vector (exact for every integer dtype)."""
-    if dtype not in INT_FORMATS:
-        raise Unsupported(f"{op} with indices of dtype {dtype}")
-    bits, signed = INT_FORMATS[dtype]
-    return z3.SignExt(65 - bits, v) if signed else z3.ZeroExt(65 - bits, v)
-
-
 def _in_range(v: z3.BitVecRef, n: int) -> z3.BoolRef:
     return z3.And(v >= z3.BitVecVal(0, 65), v < z3.BitVecVal(n, 65))
 
@@ -106,11 +98,11 @@ def encode_gather_elements(ctx: EncodeContext, call: OpCall, args: list) -> Tens
     ty = _checked_type(call, ind.shape, x.dtype)
     n = x.shape[a]
 
-    _add_index_ub(ctx, ind, lambda k: z3.Not(_in_range(_index_value(ind.at(k), ind.dtype, op), n)),
+    _add_index_ub(ctx, ind, lambda k: z3.Not(_in_range(index_value(ind.at(k), ind.dtype, op), n)),
                   f"gather_elements with an index outside [0, {n})", "gather_elements_k")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
-        v = _index_value(ind.at_multi(ix), ind.dtype, op)
+        v = index_value(ind.at_multi(ix), ind.dtype, op)
         return x.at_multi(ix[:a] + [_position(v)] + ix[a + 1:])
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
@@ -143,19 +135,19 @@ def encode_gather_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
     if m > 0 and math.prod(shape) > 0:
         if ind.numel <= TAKE_UB_EXPAND:
-            bad = z3.Or(*[z3.Not(_in_range(_index_value(ind.at(j), ind.dtype, op), bounds[j % m]))
+            bad = z3.Or(*[z3.Not(_in_range(index_value(ind.at(j), ind.dtype, op), bounds[j % m]))
                           for j in range(ind.numel)])
         else:
             # quantify over the index tuple; its m coordinates are expanded (m <= rank)
             p = z3.BitVec("gather_nd_p", 32)
             bad = z3.Exists([p], z3.And(z3.ULT(p, idx(ind.numel // m)), z3.Or(*[
-                z3.Not(_in_range(_index_value(ind.at(p * idx(m) + idx(k)), ind.dtype, op), bounds[k]))
+                z3.Not(_in_range(index_value(ind.at(p * idx(m) + idx(k)), ind.dtype, op), bounds[k]))
                 for k in range(m)])))
         ctx.add_ub(bad, f"gather_nd with an index outside {bounds}")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         head, rest = ix[:len(lead)], ix[len(lead):]
-        coords = [_position(_index_value(ind.at_multi(head + [idx(k)]), ind.dtype, op))
+        coords = [_position(index_value(ind.at_multi(head + [idx(k)]), ind.dtype, op))
                   for k in range(m)]
         return x.at_multi(head[:b] + coords + rest)
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
@@ -171,7 +163,7 @@ _INT_REDUCTIONS = {"add": "add", "mul": "mul", "min": "minimum", "max": "maximum
 
 
 def _wrapped(v: z3.BitVecRef, n: int) -> z3.BitVecRef:
-    """ONNX's negative index: v + n for v in [-n, 0) (65 bits, as `_index_value`)."""
+    """ONNX's negative index: v + n for v in [-n, 0) (65 bits, as `index_value`)."""
     return z3.If(v < z3.BitVecVal(0, 65), v + z3.BitVecVal(n, 65), v)
 
 
@@ -208,12 +200,12 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
 
     def target(j: Index) -> z3.BitVecRef:
         """The wrapped position (65 bits) index element j (flat) writes along the axis."""
-        return _wrapped(_index_value(ind.at(j), ind.dtype, op), n)
+        return _wrapped(index_value(ind.at(j), ind.dtype, op), n)
 
     # an index outside [-n, n) is UB
     _add_index_ub(ctx, ind, lambda j: z3.Not(z3.And(
-        _index_value(ind.at(j), ind.dtype, op) >= z3.BitVecVal(-n, 65),
-        _index_value(ind.at(j), ind.dtype, op) < z3.BitVecVal(n, 65))),
+        index_value(ind.at(j), ind.dtype, op) >= z3.BitVecVal(-n, 65),
+        index_value(ind.at(j), ind.dtype, op) < z3.BitVecVal(n, 65))),
         f"scatter_elements with an index outside [-{n}, {n})", "scatter_elements_k")
     if reduction == "update" and K > 1 and ind.numel > 0:
         # two indices of one line (equal off the axis) writing the same element: UB
@@ -304,7 +296,7 @@ def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     bounds = x.shape[:m]
 
     def coord(t: Index, k: int) -> z3.BitVecRef:
-        return _index_value(ind.at(t * idx(m) + idx(k)), ind.dtype, op)
+        return index_value(ind.at(t * idx(m) + idx(k)), ind.dtype, op)
 
     if P > 0:
         ctx.add_ub(z3.Or(*[z3.Not(_in_range(coord(idx(t), k), bounds[k]))

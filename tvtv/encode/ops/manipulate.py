@@ -26,7 +26,7 @@ import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import norm_axis, out_type, tensor_arg
+from tvtv.encode.ops.common import index_value, norm_axis, out_type, tensor_arg
 from tvtv.encode.reduction import reduce_sum
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import INDEX_BITS, Tensor, broadcast_index, idx, unravel
@@ -408,14 +408,6 @@ def encode_strided_slice(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
 # ------------------------------------------------------------------------------------------------
 # gathering
 # ------------------------------------------------------------------------------------------------
-def _index_value(v: z3.ExprRef, dtype: str) -> z3.BitVecRef:
-    """An index element as a 65-bit signed bit-vector (exact for every integer dtype)."""
-    if dtype not in INT_FORMATS:
-        raise Unsupported(f"take with indices of dtype {dtype}")
-    bits, signed = INT_FORMATS[dtype]
-    return z3.SignExt(65 - bits, v) if signed else z3.ZeroExt(65 - bits, v)
-
-
 def wrapped_position(raw: z3.BitVecRef, dtype: str, n: int) -> z3.BitVecRef | None:
     """Python's `raw mod n` as a 32-bit index, computed as TVM's legalization of take's "wrap"
     mode does, `truncmod(truncmod(raw, n) + n, n)`, here `r = raw srem n; r < 0 ? r + n : r`
@@ -478,7 +470,7 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         # An index outside [0, n) is UB in "fast" mode, and in "wrap"/"clip" mode when n == 0
         # (there is nothing to wrap or clip to; TVM's type inference allows it).
         def bad_at(k: Index) -> z3.BoolRef:
-            return z3.Not(in_range(_index_value(ind.at(k), ind.dtype)))
+            return z3.Not(in_range(index_value(ind.at(k), ind.dtype, "take")))
         if ind.numel <= TAKE_UB_EXPAND:
             bad = z3.Or(*[bad_at(idx(k)) for k in range(ind.numel)]) if ind.numel else z3.BoolVal(False)
         else:
@@ -488,7 +480,7 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         raw = ind.at_multi(ix[a:a + ind.ndim])
-        v = _index_value(raw, ind.dtype)
+        v = index_value(raw, ind.dtype, "take")
         pos = wrapped_position(raw, ind.dtype, n) if mode == "wrap" else None
         src = ix[:a] + [position(v) if pos is None else pos] + ix[a + ind.ndim:]
         got = x.at_multi(src)

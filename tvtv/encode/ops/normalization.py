@@ -14,29 +14,21 @@ Statistics are numpy's: mean = sum / n and var = mean((x - mean)^2) (ddof = 0).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from tvtv.absfp.dtypes import is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import norm_axis, out_type, tensor_arg
+from tvtv.encode.ops.common import checked_result, norm_axis, tensor_arg
 from tvtv.encode.ops.statistical import centered, mean_axes, reduce_axes, variance_axes
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, elementwise
 from tvtv.errors import Unsupported
-from tvtv.ir.program import OpCall, TensorType, TupleType
+from tvtv.ir.program import OpCall, TupleType
 
 
 def _float_input(call: OpCall, x: Tensor) -> None:
     if not is_float(x.dtype):
         raise Unsupported(f"{call.op} on dtype {x.dtype} (float dtypes only)")
-
-
-def _check(call: OpCall, t: Tensor, ty: Any = None) -> Tensor:
-    ty = ty if ty is not None else out_type(call)
-    if not isinstance(ty, TensorType) or tuple(ty.shape) != t.shape or ty.dtype != t.dtype:
-        raise Unsupported(f"{call.op}: encoded result {t.shape} {t.dtype} differs from TVM's "
-                          f"inferred type {ty}")
-    return t
 
 
 def _axes_list(call: OpCall, key: str, ndim: int) -> list[int]:
@@ -119,7 +111,7 @@ def encode_softmax(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     x = tensor_arg(args, 0, call)
     dom = ctx.dom(x.dtype)
     _, e, s = _softmax_parts(ctx, call, x)
-    return _check(call, elementwise(x.shape, x.dtype, [e, s], dom.div))
+    return checked_result(call, elementwise(x.shape, x.dtype, [e, s], dom.div))
 
 
 @register("relax.nn.log_softmax")
@@ -130,7 +122,7 @@ def encode_log_softmax(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     dom = ctx.dom(x.dtype)
     shifted, _, s = _softmax_parts(ctx, call, x)
     logs = elementwise(s.shape, s.dtype, [s], lambda v: dom.unary("log", v))
-    return _check(call, elementwise(x.shape, x.dtype, [shifted, logs], dom.sub))
+    return checked_result(call, elementwise(x.shape, x.dtype, [shifted, logs], dom.sub))
 
 
 # -- normalization layers ---------------------------------------------------------------------
@@ -150,7 +142,7 @@ def encode_layer_norm(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     y = standardize(ctx, x, axes, float(call.attrs.get("epsilon", 1e-5)))
     g = along(gamma, axes, x.shape) if call.attrs.get("scale", True) else None
     b = along(beta, axes, x.shape) if call.attrs.get("center", True) else None
-    return _check(call, scale_shift(ctx, y, g, b))
+    return checked_result(call, scale_shift(ctx, y, g, b))
 
 
 @register("relax.nn.batch_norm")
@@ -200,8 +192,8 @@ def encode_batch_norm(ctx: EncodeContext, call: OpCall, args: list) -> tuple:
     g = along(gamma, [axis], x.shape) if call.attrs.get("scale", True) else None
     b = along(beta, [axis], x.shape) if call.attrs.get("center", True) else None
     out = scale_shift(ctx, y, g, b)
-    return (_check(call, out, ty.fields[0]), _check(call, new_mean, ty.fields[1]),
-            _check(call, new_var, ty.fields[2]))
+    return (checked_result(call, out, ty.fields[0]), checked_result(call, new_mean, ty.fields[1]),
+            checked_result(call, new_var, ty.fields[2]))
 
 
 @register("relax.nn.group_norm")
@@ -230,7 +222,7 @@ def encode_group_norm(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     y = Tensor(x.shape, x.dtype, ys.arr)
     g = along(gamma, [c_axis], x.shape) if call.attrs.get("scale", True) else None
     b = along(beta, [c_axis], x.shape) if call.attrs.get("center", True) else None
-    return _check(call, scale_shift(ctx, y, g, b))
+    return checked_result(call, scale_shift(ctx, y, g, b))
 
 
 @register("relax.nn.instance_norm")
@@ -246,7 +238,7 @@ def encode_instance_norm(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     y = standardize(ctx, x, axes, float(call.attrs.get("epsilon", 1e-5)))
     g = along(gamma, [c_axis], x.shape) if call.attrs.get("scale", True) else None
     b = along(beta, [c_axis], x.shape) if call.attrs.get("center", True) else None
-    return _check(call, scale_shift(ctx, y, g, b))
+    return checked_result(call, scale_shift(ctx, y, g, b))
 
 
 @register("relax.nn.rms_norm")
@@ -263,4 +255,4 @@ def encode_rms_norm(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     sq = elementwise(x.shape, x.dtype, [x], lambda v: dom.mul(v, v))
     ms = mean_axes(ctx, sq, sorted(axes), True)
     y = normalize(ctx, x, ms, float(call.attrs.get("epsilon", 1e-5)))
-    return _check(call, scale_shift(ctx, y, along(weight, axes, x.shape), None))
+    return checked_result(call, scale_shift(ctx, y, along(weight, axes, x.shape), None))

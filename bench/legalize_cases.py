@@ -361,6 +361,27 @@ def _hand() -> dict[str, list[Case]]:
         _fn("relax.nn.dropout", [((2, 3), F32)], lambda x: O.nn.dropout(x, 0.5), {"rate": 0.5}),
         _fn("relax.nn.dropout", [((4,), F16)], lambda x: O.nn.dropout(x, 0.1), {"rate": 0.1}),
         _fn("relax.nn.dropout", [((1, 2, 3), F32)], lambda x: O.nn.dropout(x, 0.0), {"rate": 0.0})]
+    h["relax.nn.attention"] = [
+        _fn("relax.nn.attention", [((1, 2, 1, 2), F32)] * 3,
+            lambda q, k, v: O.nn.attention(q, k, v), {}),
+        _fn("relax.nn.attention", [((1, 2, 1, 2), F32)] * 3,
+            lambda q, k, v: O.nn.attention(q, k, v, scale=0.5), {"scale": 0.5}),
+        _fn("relax.nn.attention", [((1, 2, 1, 2), F32)] * 3,
+            lambda q, k, v: O.nn.attention(q, k, v, causal_mask="TopLeft"),
+            {"causal_mask": "TopLeft"}),
+        _fn("relax.nn.attention", [((1, 3, 1, 2), F32), ((1, 2, 1, 2), F32), ((1, 2, 1, 2), F32)],
+            lambda q, k, v: O.nn.attention(q, k, v, causal_mask="BottomRight"),
+            {"causal_mask": "BottomRight"}),
+        _fn("relax.nn.attention", [((1, 2, 1, 2), F16)] * 3,
+            lambda q, k, v: O.nn.attention(q, k, v), {})]
+    h["relax.nn.attention_bias"] = [
+        _fn("relax.nn.attention_bias", [((1, 2, 1, 2), F32)] * 3 + [((1, 1, 2, 2), F32)],
+            lambda q, k, v, b: O.nn.attention(q, k, v, bias=b), {}),
+        _fn("relax.nn.attention_bias", [((1, 2, 1, 2), F32)] * 3 + [((1, 1, 2, 2), F32)],
+            lambda q, k, v, b: O.nn.attention(q, k, v, bias=b, causal_mask="TopLeft"),
+            {"causal_mask": "TopLeft"}),
+        _fn("relax.nn.attention_bias", [((1, 2, 1, 2), F32)] * 3 + [((1, 1, 2, 2), F32)],
+            lambda q, k, v, b: O.nn.attention(q, k, v, bias=b, scale=0.25), {"scale": 0.25})]
     h["relax.nn.pixel_shuffle"] = [
         _fn("relax.nn.pixel_shuffle", [((1, 4, 2, 2), F32)],
             lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),
@@ -424,6 +445,20 @@ def _extra() -> dict[str, list[Case]]:
             {"pad_width": [2, 1], "pad_mode": "constant", "pad_value": 7}),
         _fn("relax.nn.pad", [((2, 3), F32)], lambda x: O.nn.pad(x, [1, 1, 2, 1], "reflect"),
             {"pad_width": [1, 1, 2, 1], "pad_mode": "reflect", "pad_value": 0.0})]
+    # nearest-neighbour resize (GenCoG's resize2d cases draw linear and cubic)
+    e["relax.image.resize2d"] = [
+        _fn("relax.image.resize2d", [((1, 2, 3, 4), F32)],
+            lambda x: O.image.resize2d(x, (5, 6), method="nearest_neighbor",
+                                       coordinate_transformation_mode="half_pixel",
+                                       rounding_method="round"),
+            {"size": [5, 6], "method": "nearest_neighbor",
+             "coordinate_transformation_mode": "half_pixel", "rounding_method": "round"}),
+        _fn("relax.image.resize2d", [((1, 3, 4, 2), F32)],
+            lambda x: O.image.resize2d(x, (3, 3), layout="NHWC", method="nearest_neighbor",
+                                       coordinate_transformation_mode="asymmetric",
+                                       rounding_method=""),
+            {"size": [3, 3], "layout": "NHWC", "method": "nearest_neighbor",
+             "coordinate_transformation_mode": "asymmetric", "rounding_method": ""})]
     # integer average pooling (GenCoG's avg_pool specs draw floats only): TVM's
     # legalization returns int64 for an int32 avg_pool (docs/findings.md)
     e["relax.nn.avg_pool2d"] = [_fn(

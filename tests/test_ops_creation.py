@@ -14,7 +14,7 @@ Every case is checked four ways:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -24,6 +24,7 @@ from tvm import relax
 
 import tvtv
 import tvtv.encode.ops.creation  # noqa: F401  (registers the encoders)
+from tests.test_ops_linalg import call_module, run_tvm
 from tvtv.absfp.abstract import AbstractModel
 from tvtv.encode.evaluate import agrees, arrays_match, eval_op
 from tvtv.errors import Unsupported
@@ -58,14 +59,7 @@ def special(shape: Sequence[int], seed: int = 0, dtype: str = "float32") -> np.n
 # -- TVM helpers (modules may have no parameters: creation ops take none) -----------------------
 
 def _module(make: Callable, arrays: Sequence[np.ndarray]) -> tvm.ir.IRModule:
-    params = [relax.Var(f"p{k}", relax.TensorType(list(a.shape), str(a.dtype)))
-              for k, a in enumerate(arrays)]
-    bb = relax.BlockBuilder()
-    with bb.function("main", params):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(make(*params)))
-        bb.emit_func_output(out)
-    return bb.get()
+    return call_module(make, *arrays)
 
 
 def tvm_type(make: Callable, arrays: Sequence[np.ndarray]) -> tuple[TensorType, dict]:
@@ -78,8 +72,7 @@ def tvm_type(make: Callable, arrays: Sequence[np.ndarray]) -> tuple[TensorType, 
 
 
 def run_vm(make: Callable, arrays: Sequence[np.ndarray]) -> np.ndarray:
-    vm = relax.VirtualMachine(relax.build(_module(make, arrays), target="llvm"), tvm.cpu())
-    return vm["main"](*[tvm.runtime.tensor(a) for a in arrays]).numpy()
+    return run_tvm(make, *arrays)
 
 
 # -- numpy references -------------------------------------------------------------------------

@@ -73,10 +73,9 @@ def tvm_call(make: Callable, *arg_types: tuple[Sequence[int], str]) -> tuple[Ten
     return ty, attrs
 
 
-def run_tvm(make: Callable, *arrays: np.ndarray) -> np.ndarray:
-    """Run `make(*params)` on the TVM VM (LLVM, CPU): used only to confirm that the numpy
-    references read the attributes (padding order, ceil_mode, ...) as TVM does."""
-    import tvm
+def call_module(make: Callable, *arrays: np.ndarray) -> Any:
+    """The IRModule whose `main` returns `make(*params)`, one parameter per array (its shape
+    and dtype; none for ops without tensor inputs)."""
     from tvm import relax
     params = [relax.Var(f"p{k}", relax.TensorType(list(a.shape), str(a.dtype)))
               for k, a in enumerate(arrays)]
@@ -85,8 +84,21 @@ def run_tvm(make: Callable, *arrays: np.ndarray) -> np.ndarray:
         with bb.dataflow():
             out = bb.emit_output(bb.emit(make(*params)))
         bb.emit_func_output(out)
-    vm = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), tvm.cpu())
-    return vm["main"](*[tvm.runtime.tensor(a) for a in arrays]).numpy()
+    return bb.get()
+
+
+def run_vm(mod: Any, *arrays: np.ndarray) -> Any:
+    """`mod`'s main run on the TVM VM (LLVM, CPU) with `arrays`: TVM's runtime value."""
+    import tvm
+    from tvm import relax
+    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+    return vm["main"](*[tvm.runtime.tensor(a) for a in arrays])
+
+
+def run_tvm(make: Callable, *arrays: np.ndarray) -> np.ndarray:
+    """Run `make(*params)` on the TVM VM (LLVM, CPU): used only to confirm that the numpy
+    references read the attributes (padding order, ceil_mode, ...) as TVM does."""
+    return run_vm(call_module(make, *arrays), *arrays).numpy()
 
 
 # -- the IEEE encoding with its uninterpreted sums read as left folds ------------------------

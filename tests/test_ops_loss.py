@@ -19,8 +19,8 @@ import z3
 
 import tvtv
 import tvtv.encode.ops.loss  # noqa: F401  (registers the encoders)
-from tests.test_ops_linalg import (DENORM, FMAX, INF, NAN, abstract, eval_folded, fold, rand,
-                                   run_tvm, special, tvm_call)
+from tests.test_ops_linalg import (DENORM, FMAX, INF, NAN, abstract, call_module, eval_folded,
+                                   fold, rand, run_tvm, run_vm, special, tvm_call)
 from tvtv.encode.evaluate import agrees, arrays_match, encode_op, eval_op
 from tvtv.errors import Unsupported
 from tvtv.ir import tvm_bridge
@@ -408,18 +408,7 @@ def dropout_type(shape, dtype="float32", rate=0.5):
 
 
 def run_tvm_tuple(make, *arrays):
-    import tvm
-    from tvm import relax
-    params = [relax.Var(f"p{k}", relax.TensorType(list(a.shape), str(a.dtype)))
-              for k, a in enumerate(arrays)]
-    bb = relax.BlockBuilder()
-    with bb.function("main", params):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(make(*params)))
-        bb.emit_func_output(out)
-    vm = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), tvm.cpu())
-    res = vm["main"](*[tvm.runtime.tensor(a) for a in arrays])
-    return [r.numpy() for r in res]
+    return [r.numpy() for r in run_vm(call_module(make, *arrays), *arrays)]
 
 
 @pytest.mark.parametrize("shape,dtype,rate", [((2, 3), "float32", 0.5), ((4,), "float16", 0.1),

@@ -131,6 +131,8 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample,
                                               tuple(opts.assume))
+                # confirmation may replace the counterexample by one that execution shows
+                r.reason = r.counterexample.message
                 _demote_unshown(r)
             _test_undecided(r, before, after, fn, opts)
     fns = src.public_functions()

@@ -1,8 +1,10 @@
 """Relax op encoders, one module per family. Importing this package registers them all."""
 from tvtv.encode.ops import (  # noqa: F401
+    attention,
     convolution,
     creation,
     elementwise,
+    image,
     indexing,
     linalg,
     loss,

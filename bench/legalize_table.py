@@ -125,6 +125,13 @@ MEANINGS: dict[str, str] = {
                           "-100) reads p[n, -100] out of bounds (UB; the VM reads garbage and "
                           "drops it); and 0 - p gives +0.0 where the documented -p * w gives "
                           "-0.0 for p = +0.0 (reduction none)"),
+    "relax.nn.attention": ("causal_mask=TopLeft: TVM's legalization takes a masked score as 0 "
+                           "in the row max (trilu before the softmax), so a row whose kept "
+                           "scores are all very negative underflows to 0/0 = NaN (q = 100, "
+                           "k = -1000: VM NaN, the softmax of the kept scores 100); shown with "
+                           "TVM's own exp (ieee-spec-cpu)"),
+    "relax.nn.attention_bias": ("as relax.nn.attention: a masked score counts as 0 in the "
+                                "row max, so very negative kept scores underflow to NaN"),
     "relax.nn.avg_pool1d": _INT_AVG,
     "relax.nn.avg_pool2d": _INT_AVG,
     "relax.nn.avg_pool3d": _INT_AVG,

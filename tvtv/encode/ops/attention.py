@@ -72,12 +72,14 @@ def _attention(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         e = elementwise(pshape, dtype, [p, m], lambda x, y: dom.unary("exp", dom.sub(x, y)))
     else:
         offset = 0 if mask == "TopLeft" else abs(S - T)
-        zero = dom.const(0.0)
+        zero, ninf = dom.const(0.0), dom.const(float("-inf"))
 
         def keep(ix: list) -> z3.BoolRef:   # np.tril(*, k=offset): t <= s + offset
             return z3.ULE(ix[3], ix[2] + idx(offset))
 
-        pm = Tensor.from_fn(pshape, dtype, lambda ix: z3.If(keep(ix), p.at_multi(ix), zero))
+        # the softmax over the kept positions only: a masked score is -inf, so it neither
+        # shifts the row max nor weighs anything (every row keeps t = 0 at least)
+        pm = Tensor.from_fn(pshape, dtype, lambda ix: z3.If(keep(ix), p.at_multi(ix), ninf))
         m = reduce_axes(ctx, pm, [3], True, "max")
         e = Tensor.from_fn(pshape, dtype, lambda ix: z3.If(
             keep(ix), dom.unary("exp", dom.sub(pm.at_multi(ix), m.at_multi(ix[:3] + [idx(0)]))),
@@ -93,7 +95,7 @@ def _attention(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.attention")
 def encode_attention(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """attention(Q, K, V) in BSNH layout: out[b, s, n, :] = softmax_t(dot_h(Q[b, s, n, h], K[b, t, n, h]) / sqrt(H)) @ V[b, :, n, :] (an explicit `scale` multiplies instead of dividing by sqrt(H)); the softmax is relax.nn.softmax's stable form; causal_mask TopLeft/BottomRight keeps t <= s + 0 / |S - S_kv| (np.tril) and, as TVM's legalization, zeroes masked scores before the row max and masked exps before the sum; window_size and non-float dtypes are Unsupported.
+    """attention(Q, K, V) in BSNH layout: out[b, s, n, :] = softmax_t(dot_h(Q[b, s, n, h], K[b, t, n, h]) / sqrt(H)) @ V[b, :, n, :] (an explicit `scale` multiplies instead of dividing by sqrt(H)); the softmax is relax.nn.softmax's stable form; causal_mask TopLeft/BottomRight keeps t <= s + 0 / |S - S_kv| (np.tril) and takes the softmax over the kept positions only (a masked score is -inf: it weighs 0 and does not shift the row max); window_size and non-float dtypes are Unsupported.
 
     Default scale: the documentation says "by default 1 / sqrt(head_dim)" without saying how
     it is rounded; TVM's LegalizeOps (`_te_attention`) computes `p / sqrt(float(H))` with
@@ -107,11 +109,13 @@ def encode_attention(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
     Causal masks: the documentation gives only the mask matrix (np.tril with k = 0 for
     TopLeft and k = |seq_len - seq_len_kv| for BottomRight, the absolute value included). It
-    does not say what a masked score is replaced with; TVM's legalization replaces it by 0
-    (trilu) before the row max, then zeroes the masked exps before the sum, so a masked
-    position weighs exactly 0 but counts as a 0 in the max (a row whose kept scores are all
-    below about -88 in float32 underflows to 0/0 = NaN). tvtv encodes that measured
-    behaviour rather than the -inf fill of other frameworks.
+    does not say what a masked score is replaced with. A mask means the softmax of the kept
+    scores (PyTorch's scaled_dot_product_attention fills -inf), which is what tvtv encodes.
+    TVM's legalization replaces a masked score by 0 (trilu) before the row max and zeroes the
+    masked exps before the sum: equal in real arithmetic, but a row whose kept scores are all
+    negative is shifted by 0 instead of its max, so the roundings differ, and a row whose kept
+    scores are all below about -88 (float32) underflows to 0 / 0 = NaN on the VM where the
+    softmax of the kept scores is finite (a finding, docs/findings.md).
     """
     return _attention(ctx, call, args)
 

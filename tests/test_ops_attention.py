@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import tvtv
-import tvtv.encode.ops.attention  # noqa: F401  (registers the encoders until __init__ does)
-from tests.test_ops_linalg import run_tvm
+import tvtv.encode.ops.attention  # noqa: F401  (registers the encoders)
+from tests.test_ops_linalg import run_tvm, typed_module
 from tests.test_ops_statistical import abstract, eval_numpy_ufs
 from tvtv.encode.evaluate import agrees, encode_op
 from tvtv.errors import Unsupported
@@ -193,15 +193,7 @@ def test_tvm_vm_agrees_with_reference(i):
 # -- refinement through TVM's LegalizeOps ------------------------------------------------------
 
 def _module(shapes, fn):
-    from tvm import relax
-    params = [relax.Var(f"p{k}", relax.TensorType(list(s), "float32"))
-              for k, s in enumerate(shapes)]
-    bb = relax.BlockBuilder()
-    with bb.function("main", params):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(fn(*params)))
-        bb.emit_func_output(out)
-    return bb.get()
+    return typed_module(fn, *[(s, "float32") for s in shapes])
 
 
 VERIFY = {   # measured: plain 4-5 s, BottomRight 5-11 s (2 cores, shared)

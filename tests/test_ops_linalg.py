@@ -76,9 +76,13 @@ def tvm_call(make: Callable, *arg_types: tuple[Sequence[int], str]) -> tuple[Ten
 def call_module(make: Callable, *arrays: np.ndarray) -> Any:
     """The IRModule whose `main` returns `make(*params)`, one parameter per array (its shape
     and dtype; none for ops without tensor inputs)."""
+    return typed_module(make, *[(a.shape, str(a.dtype)) for a in arrays])
+
+
+def typed_module(make: Callable, *types: tuple[Sequence[int], str]) -> Any:
+    """`call_module` with parameters of the given (shape, dtype)."""
     from tvm import relax
-    params = [relax.Var(f"p{k}", relax.TensorType(list(a.shape), str(a.dtype)))
-              for k, a in enumerate(arrays)]
+    params = [relax.Var(f"p{k}", relax.TensorType(list(s), d)) for k, (s, d) in enumerate(types)]
     bb = relax.BlockBuilder()
     with bb.function("main", params):
         with bb.dataflow():

@@ -20,7 +20,8 @@ import z3
 import tvtv
 import tvtv.encode.ops.loss  # noqa: F401  (registers the encoders)
 from tests.test_ops_linalg import (DENORM, FMAX, INF, NAN, abstract, call_module, eval_folded,
-                                   fold, rand, run_tvm, run_vm, special, tvm_call)
+                                   fold, rand, run_tvm, run_vm, special, tvm_call,
+                                   typed_module)
 from tvtv.encode.evaluate import agrees, arrays_match, encode_op, eval_op
 from tvtv.errors import Unsupported
 from tvtv.ir import tvm_bridge
@@ -438,15 +439,7 @@ def test_dropout_is_inference_identity(shape, dtype, rate):
 
 # -- refinement through TVM's LegalizeOps -----------------------------------------------------
 
-def module(make, *tys):
-    from tvm import relax
-    params = [relax.Var(f"p{k}", relax.TensorType(list(s), d)) for k, (s, d) in enumerate(tys)]
-    bb = relax.BlockBuilder()
-    with bb.function("main", params):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(make(*params)))
-        bb.emit_func_output(out)
-    return bb.get()
+module = typed_module
 
 
 def legalized(mod):

@@ -13,15 +13,11 @@ from tvm.script import relax as R
 from tvm.script import tirx as T
 
 import tvtv
+from tests.test_ops_linalg import typed_module
 from tvtv.ir import tvm_bridge
 
 
-def _module(make, *types):
-    bb = relax.BlockBuilder()
-    params = [relax.Var(f"p{k}", relax.TensorType(list(s), d)) for k, (s, d) in enumerate(types)]
-    with bb.function("main", params):
-        bb.emit_func_output(bb.emit(make(*params)))
-    return bb.get()
+_module = typed_module
 
 
 SCATTERS = {

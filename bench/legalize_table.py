@@ -57,7 +57,8 @@ _ARG = ("TIR starts from index -1 and the dtype's {} and keeps the first element
         "its index)")
 _INT_AVG = ("integer input: TVM's legalization returns int64 where Relax infers int32, so the "
             "module's result type changes (a static difference: the VM runs both through "
-            "LegalizeOps and cannot show it); the values agree (tests/test_ops_pooling.py: "
+            "LegalizeOps and cannot show it, TVM's own return types of the two functions "
+            "confirm it: `tvm-types`); the values agree (tests/test_ops_pooling.py: "
             "the int32 sum, divided truncating)")
 MEANINGS: dict[str, str] = {
     "relax.argmax": _ARG.format("lowest value (-FLT_MAX, INT_MIN)", "greater", "-inf"),
@@ -119,7 +120,8 @@ MEANINGS: dict[str, str] = {
     "relax.full": ("TVM's legalization converts a float fill to bool by truncation (0.5 gives "
                    "False); numpy and astype give True (x != 0)"),
     "relax.eye_like": ("LegalizeOps ignores eye_like's dtype and builds x's dtype, so the "
-                       "module's result type changes (int32 asked, float32 built)"),
+                       "module's result type changes (int32 asked, float32 built; confirmed by TVM's "
+                       "return types, `tvm-types`)"),
     "relax.nn.nll_loss": ("TIR computes Select(t != ignore_index, (0 - p[n, t]) * w[t], 0): "
                           "Select evaluates both operands, so an ignored target (the default "
                           "-100) reads p[n, -100] out of bounds (UB; the VM reads garbage and "

@@ -277,3 +277,28 @@ def test_drawn_inputs_on_which_the_source_is_undefined_confirm_nothing():
                                             "t": np.array([0, 2])})
     assert not confirm.defined_on(mod, "main", {"x": np.zeros((2, 3), "float32"),
                                                 "t": np.array([3, 3])})
+
+
+def test_a_result_type_changed_by_legalization_is_confirmed_by_tvm_types():
+    """LegalizeOps of an int32 avg_pool1d returns int64 (a TVM finding): the VM cannot show
+    it (it legalizes the source too, so both sides return int64), but TVM's own return types
+    of the two functions differ, and that confirms the dtype counterexample. Its twin: the
+    int32 adaptive_avg_pool1d keeps its type, and its legalization is proved."""
+    import tvtv
+    from tvm.relax import op as O
+
+    def module(op):
+        bb = relax.BlockBuilder()
+        x = relax.Var("x", relax.TensorType([1, 2, 5], "int32"))
+        with bb.function("main", [x]):
+            bb.emit_func_output(bb.emit(op(x)))
+        return bb.get()
+
+    mod = module(lambda x: O.nn.avg_pool1d(x, pool_size=[3], strides=[2], padding=[1, 1]))
+    (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=20).results
+    cex = r.counterexample
+    assert r.verdict == "counterexample" and cex.kind == "dtype", r.to_dict()
+    assert r.confirmed is True and cex.confirmed_by == "tvm-types", r.to_dict()
+    assert confirm._types_differ(mod, mod, "main") is None
+    same = module(lambda x: O.nn.adaptive_avg_pool1d(x, output_size=[2]))
+    assert confirm._types_differ(same, relax.transform.LegalizeOps()(same), "main") is None

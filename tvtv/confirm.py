@@ -31,7 +31,13 @@ as `confirmed_by`):
      functions the abstraction leaves open, `tvtv.encode.evaluate.cpu_value`) differ, where
      the target's execution agrees with its evaluation. Not under op-rounding.
    Every comparison counts a difference as the assumptions say (`counts`).
-4. ``"none"``: nothing showed it: `confirmed` is False ("unconfirmed": the difference exists
+4. ``"tvm-types"`` (a shape or dtype counterexample only): the VM runs do not show it (they
+   legalize the source too, so an op whose legalization changes the result type runs as
+   the target on both sides), but TVM's own types of the two functions differ: the return
+   type TVM gives the source function (the op's type inference) is not the target's (the
+   `call_tir` output type LegalizeOps wrote). tvtv reads its output types from these, so
+   this repeats the static check with TVM's objects rather than tvtv's reading of them.
+5. ``"none"``: nothing showed it: `confirmed` is False ("unconfirmed": the difference exists
    only in the abstraction, Alive2's "not unsound"), or None when nothing could run at all.
 """
 from __future__ import annotations
@@ -66,6 +72,8 @@ HOW = {
                      "both evaluated in the IEEE model with exp, erf, tanh, ... computed by TVM's "
                      "own CPU code (the functions both sides share), differ on these inputs, "
                      "and the target's execution gives the target's value",
+    "tvm-types": "the VM cannot show it (it legalizes both sides), but TVM's own return types "
+                 "of the source and target functions differ",
     "none": "neither execution nor IEEE evaluation shows it: the difference exists only in the "
             "abstraction (unconfirmed)",
     "not-run": "the modules could not be run (tuple inputs, constants that cannot be written "
@@ -383,6 +391,10 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
                 cex.executed_values = (py_value(a[idx]), py_value(b[idx]))
             if a.shape != b.shape or counts(py_value(a[idx]), py_value(b[idx]), assume):
                 return Confirmation(True, "vm", f"VM: source {py_value(a[idx])!r}, target {py_value(b[idx])!r}")
+    if cex.kind in ("shape", "dtype"):
+        typed = _types_differ(before, after, fname)
+        if typed is not None:
+            return Confirmation(True, "tvm-types", typed)
     # the solver's inputs did not show it on the VM: try the random ones (not for undefined
     # behaviour of the target: its runs read garbage, and a difference they show would only
     # replace the solver's precise "out of bounds" by a value that garbage happened to give)
@@ -434,6 +446,27 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         # (the last line of TVM's error, `vm_worker._last_line`) or the crash message
         return Confirmation(None, "not-run", f"the source does not run on the VM: {src}")
     return Confirmation(False, "none")
+
+
+def _types_differ(before: Any, after: Any, fname: str) -> str | None:
+    """A sentence naming the return types when TVM types `before[fname]` and `after[fname]`
+    differently (their `ret_ty`, read as tvtv reads every type); None when they are the same
+    or either is not fully static (symbolic shapes name their variables differently)."""
+    from tvtv.ir import program as P
+    from tvtv.ir.relax_reader import convert_type   # (TVM is imported by the bridge)
+
+    def static(t: P.Type) -> bool:
+        return isinstance(t, P.TensorType) or (
+            isinstance(t, P.TupleType) and all(static(f) for f in t.fields))
+
+    ta, tb = before[fname].ret_ty, after[fname].ret_ty
+    try:
+        a, b = convert_type(ta), convert_type(tb)
+    except TvtvError:   # a type tvtv cannot read shows nothing
+        return None
+    if not (static(a) and static(b)) or a == b:
+        return None
+    return f"TVM's return types differ: source {ta}, target {tb}"
 
 
 # How long `search_by_testing` may spend evaluating the input sets in the IEEE model (each

@@ -38,7 +38,7 @@ from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractio
                                   worth_climbing)
 from tvtv.encode.probe import probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, unravel
-from tvtv.encode.values import Value, flatten
+from tvtv.encode.values import Value, describe_structure, flatten, structure
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
 from tvtv.report import COUNTEREXAMPLE, PROVED, UNKNOWN, Counterexample, Result
@@ -282,7 +282,15 @@ def _decode_inputs(enc: _Encoded, m: z3.ModelRef, extra: Sequence[tuple[z3.ExprR
     return {name: build(spec) for name, spec in shapes.items()}, values[n_in:]
 
 
-def _static_mismatch(src: list[Tensor], tgt: list[Tensor]) -> tuple[str, str, int | None] | None:
+def _static_mismatch(source: _Side, target: _Side) -> tuple[str, str, int | None] | None:
+    """(kind, message, output) of a difference in the results' types: their nesting (a
+    1-tuple against its tensor: LegalizeOps of a one-input meshgrid returns the bare
+    tensor), the number of tensors, a tensor's shape or dtype; None when they agree."""
+    ss, ts = structure(source.value), structure(target.value)
+    if ss != ts:
+        return ("shape", f"source returns {describe_structure(ss)}, target "
+                f"{describe_structure(ts)}", None)
+    src, tgt = source.outputs, target.outputs
     if len(src) != len(tgt):
         return "shape", f"source returns {len(src)} tensors, target {len(tgt)}", None
     for k, (a, b) in enumerate(zip(src, tgt)):
@@ -303,7 +311,7 @@ def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None)
     pre = _preconditions(enc)
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
 
-    static = _static_mismatch(enc.src.outputs, enc.tgt.outputs)
+    static = _static_mismatch(enc.src, enc.tgt)
     if static is not None:
         kind, message, k = static
         s = _solver(timeout)

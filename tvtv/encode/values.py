@@ -43,6 +43,22 @@ def as_tensor(v: Value, what: str = "argument") -> Tensor:
     raise Unsupported(f"{what} is a {type(v).__name__}, expected a tensor")
 
 
+def structure(v: Value) -> Any:
+    """The nesting of a value with its tensors erased: "tensor" for a tensor or scalar, a
+    tuple of structures for a tuple. Two outputs with equal `flatten` lists may still differ
+    here (a 1-tuple of a tensor against the tensor)."""
+    if isinstance(v, tuple):
+        return tuple(structure(x) for x in v)
+    return "tensor"
+
+
+def describe_structure(s: Any) -> str:
+    """`structure(v)` in words: "a tensor", "a tuple of (a tensor, a tuple of ())"."""
+    if isinstance(s, tuple):
+        return "a tuple of (" + ", ".join(describe_structure(x) for x in s) + ")"
+    return "a tensor"
+
+
 def flatten(v: Value) -> list[Tensor]:
     """The tensors of a (possibly nested) tuple value, left to right."""
     if isinstance(v, tuple):

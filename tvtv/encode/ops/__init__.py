@@ -11,5 +11,6 @@ from tvtv.encode.ops import (  # noqa: F401
     manipulate,
     normalization,
     pooling,
+    rearrange,
     statistical,
 )

@@ -389,6 +389,43 @@ def _hand() -> dict[str, list[Case]]:
             lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),
         _fn("relax.nn.pixel_shuffle", [((1, 9, 2, 1), F32)],
             lambda x: O.nn.pixel_shuffle(x, 3), {"upscale_factor": 3})]
+    h["relax.layout_transform"] = [
+        _fn("relax.layout_transform", [((1, 32, 4, 4), F32)],
+            lambda x: O.layout_transform(x, index_map=lambda n, c, h, w: (n, c // 16, h, w, c % 16)),
+            {"index_map": "NCHW->NCHW16c"}),
+        _fn("relax.layout_transform", [((1, 6, 3, 3), F16)],
+            lambda x: O.layout_transform(x, index_map=lambda n, c, h, w: (n, c // 4, h, w, c % 4),
+                                         pad_value=0.0),
+            {"index_map": "NCHW->NCHW4c", "pad_value": 0.0}),
+        _fn("relax.layout_transform", [((2, 3, 4), I32)],
+            lambda x: O.layout_transform(x, index_map=lambda a, b, c: (c, a * 3 + b)),
+            {"index_map": "(c, a*3+b)"}),
+        _fn("relax.layout_transform", [((2, 16, 8, 8), F32)],
+            lambda x: O.layout_transform(x, index_map=lambda n, c, h, w: (n, h, w, c)),
+            {"index_map": "NCHW->NHWC"})]
+    h["relax.reverse_sequence"] = [
+        _fn("relax.reverse_sequence", [((4, 5), F32), ((4,), "int64")],
+            lambda x, n: O.reverse_sequence(x, n, seq_axis=1, batch_axis=0),
+            {"seq_axis": 1, "batch_axis": 0}),
+        _fn("relax.reverse_sequence", [((6, 3, 2), F16), ((3,), I32)],
+            lambda x, n: O.reverse_sequence(x, n, seq_axis=0, batch_axis=1),
+            {"seq_axis": 0, "batch_axis": 1}),
+        _fn("relax.reverse_sequence", [((2, 3, 40), I32), ((2,), "int64")],
+            lambda x, n: O.reverse_sequence(x, n, seq_axis=-1, batch_axis=0),
+            {"seq_axis": -1, "batch_axis": 0})]
+    h["relax.meshgrid"] = [
+        _fn("relax.meshgrid", [((3,), F32), ((4,), F32)],
+            lambda t: O.meshgrid(t, indexing="ij"), {"indexing": "ij"}, tuple_in=True),
+        _fn("relax.meshgrid", [((2,), I32), ((3,), I32), ((4,), I32)],
+            lambda t: O.meshgrid(t, indexing="ij"), {"indexing": "ij"}, tuple_in=True),
+        _fn("relax.meshgrid", [((4,), F16), ((4,), F16)],
+            lambda t: O.meshgrid(t, indexing="xy"), {"indexing": "xy"}, tuple_in=True),
+        # TVM infers (3, 5) for "xy" and its legalization computes (5, 3): unknown
+        _fn("relax.meshgrid", [((3,), F32), ((5,), F32)],
+            lambda t: O.meshgrid(t, indexing="xy"), {"indexing": "xy"}, tuple_in=True),
+        # one input: typed as a 1-tuple, legalized to return the bare tensor
+        _fn("relax.meshgrid", [((5,), F32)],
+            lambda t: O.meshgrid(t, indexing="ij"), {"indexing": "ij"}, tuple_in=True)]
     return h
 
 

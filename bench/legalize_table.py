@@ -122,6 +122,10 @@ MEANINGS: dict[str, str] = {
     "relax.eye_like": ("LegalizeOps ignores eye_like's dtype and builds x's dtype, so the "
                        "module's result type changes (int32 asked, float32 built; confirmed by TVM's "
                        "return types, `tvm-types`)"),
+    "relax.meshgrid": ("one input: TVM types the result as a 1-tuple, LegalizeOps returns the "
+                       "bare tensor (the result's nesting changes; confirmed by TVM's return "
+                       "types). The unknown row: for \"xy\" TVM infers the \"ij\" shape while "
+                       "its legalization computes numpy's (docs/findings.md)"),
     "relax.nn.nll_loss": ("TIR computes Select(t != ignore_index, (0 - p[n, t]) * w[t], 0): "
                           "Select evaluates both operands, so an ignored target (the default "
                           "-100) reads p[n, -100] out of bounds (UB; the VM reads garbage and "

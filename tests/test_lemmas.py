@@ -17,7 +17,7 @@ from tvm.script import tirx as T
 import tvtv
 from tests.conftest import mutate
 from tvtv import lemmas, passes
-from tvtv.encode.function import BODY_NOTE, LEMMA_NOTE
+from tvtv.encode.function import BODY_NOTE, LEMMA_NOTE, body_noted, note_lines
 from tvtv.ir import tvm_bridge
 from tvtv.refinement import Options
 
@@ -72,7 +72,7 @@ def test_a_scalar_constant_folded_into_the_primfunc_is_covered_by_its_lemma():
     the graph's PrimFunc, and only relu (no lemma) keeps its body."""
     (r,) = tvtv.check_pass("LegalizeOps", Graph, assume=["no-nan"]).results
     assert r.verdict == "proved", r.to_dict()
-    assert {lv for lv in r.levels if lv.startswith(BODY_NOTE)} == {BODY_NOTE + "relu"}, r.levels
+    assert body_noted(r.levels) == {"relu"}, r.levels
 
 
 def test_lemma_with_a_folded_constant_does_not_cover_another_constant():
@@ -82,7 +82,7 @@ def test_lemma_with_a_folded_constant_does_not_cover_another_constant():
     (r,) = tvtv.verify(Graph, broken, pass_name="LegalizeOps", assume=["no-nan"]).results
     assert r.verdict == "counterexample", r.to_dict()
     assert r.counterexample.confirmed_ieee or r.confirmed, r.to_dict()
-    assert BODY_NOTE + "multiply" in r.levels, r.levels
+    assert "multiply" in body_noted(r.levels), r.levels
 
 
 def test_lemma_does_not_cover_swapped_arguments():
@@ -834,3 +834,11 @@ def test_argmax_of_a_bounded_function_is_proved(monkeypatch):
     monkeypatch.setattr("tvtv.absfp.special.BOUND_DTYPES", frozenset())
     (r,) = tvtv.check_pass("zero", ArgmaxOfBounded, assume=ZERO_FLAGS).results
     assert r.verdict != "proved"
+
+
+def test_primfunc_body_notes_are_one_line():
+    """A graph's PrimFuncs encoded by their bodies are named on one report line."""
+    lines = note_lines({BODY_NOTE + "relu", BODY_NOTE + "add", LEMMA_NOTE, "sum: uninterpreted"})
+    assert lines == sorted([BODY_NOTE + "add, relu", LEMMA_NOTE, "sum: uninterpreted"])
+    assert body_noted(lines) == {"add", "relu"}
+    assert note_lines({LEMMA_NOTE}) == [LEMMA_NOTE] and body_noted([LEMMA_NOTE]) == set()

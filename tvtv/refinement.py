@@ -33,7 +33,7 @@ from tvtv.absfp.real import RealModel
 from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractions_in,
+from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractions_in, note_lines,
                                   concrete_value, input_value, ladder, opaque_can_prove,
                                   worth_climbing)
 from tvtv.encode.probe import probe
@@ -690,7 +690,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                 try:
                     enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
                     levels.append(enc.level)
-                    levels.extend(sorted(enc.notes))
+                    levels.extend(note_lines(enc.notes))
                     try:
                         cex = _find_counterexample(enc, timeout, proved_parts)
                     finally:

@@ -161,6 +161,22 @@ def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
 LEMMA_NOTE = "call_tir by operator lemma"
 # prefix of the note naming a call_tir encoded by its PrimFunc body although lemmas were given
 BODY_NOTE = "call_tir by PrimFunc body (no operator lemma matches): "
+
+
+def note_lines(notes: set[str]) -> list[str]:
+    """The encoding's notes as report lines, sorted: the per-PrimFunc `BODY_NOTE`s become one
+    line naming them all (a generated graph has a dozen; the ladder repeats them per rung)."""
+    bodies = sorted(n[len(BODY_NOTE):] for n in notes if n.startswith(BODY_NOTE))
+    lines = sorted(n for n in notes if not n.startswith(BODY_NOTE))
+    if bodies:
+        lines.append(BODY_NOTE + ", ".join(bodies))
+    return sorted(lines)
+
+
+def body_noted(levels: list[str]) -> set[str]:
+    """The PrimFuncs a result's levels name as encoded by their bodies (`note_lines`)."""
+    return {p for lv in levels if lv.startswith(BODY_NOTE)
+            for p in lv[len(BODY_NOTE):].split(", ")}
 _LEMMAS: ContextVar[Any] = ContextVar("tvtv_operator_lemmas", default=None)
 
 

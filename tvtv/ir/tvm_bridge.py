@@ -14,6 +14,8 @@ import functools
 import os
 import re
 import runpy
+import typing
+import zipfile
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -38,8 +40,10 @@ def consts_path(script_path: str | os.PathLike) -> Path:
 
 def _script_env(consts: Sequence[Any]) -> dict[str, Any]:
     # extra_vars replaces TVM's defaults, so I, R and T must be given too.
+    # TypeVar: TVM prints a buffer's symbolic elem_offset as `elem_offset = TypeVar("...")`
+    # (index_put's and the scatters' legalized PrimFuncs), which must parse back.
     return {"I": tvm.script.ir, "R": tvm.script.relax, "T": tvm.script.tirx,
-            "metadata": {"ir.GenericConst": list(consts)}}
+            "TypeVar": typing.TypeVar, "metadata": {"ir.GenericConst": list(consts)}}
 
 
 def _first_line(err: BaseException) -> str:
@@ -492,8 +496,11 @@ def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[S
             for j in range(len(input_sets)):
                 out, err = folder / f"{name}.s{j}.out.npz", folder / f"{name}.s{j}.error.txt"
                 if out.exists():
-                    data = npz.load(out)
-                    entries.append(("ok", [data[f"o{i}"] for i in range(len(data))]))
+                    try:
+                        data = npz.load(out)
+                        entries.append(("ok", [data[f"o{i}"] for i in range(len(data))]))
+                    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as bad:
+                        entries.append(("crash", crash or f"unreadable result: {bad}"))
                 elif err.exists():
                     entries.append(("error", err.read_text()))
                 else:

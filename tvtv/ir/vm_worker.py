@@ -9,6 +9,7 @@ module DIR/NAME.py (+ NAME.consts.npz); for each input set j writes DIR/NAME.s{j
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -32,7 +33,11 @@ def main(argv: list[str]) -> int:
         for j, inputs in enumerate(sets):
             try:
                 outs = tvm_bridge.run_built(exe, func, inputs)
-                npz.savez(folder / f"{name}.s{j}.out.npz", **{f"o{i}": o for i, o in enumerate(outs)})
+                # written under another name and renamed: a crash while the outputs are read
+                # out (a view of memory the generated code corrupted) leaves no partial file
+                part = folder / f"{name}.s{j}.part.npz"
+                npz.savez(part, **{f"o{i}": o for i, o in enumerate(outs)})
+                os.replace(part, folder / f"{name}.s{j}.out.npz")
             except Exception as err:  # reported to the parent, which decides what it means
                 (folder / f"{name}.s{j}.error.txt").write_text(_last_line(err))
     return 0

@@ -1,5 +1,6 @@
 """Relax op encoders, one module per family. Importing this package registers them all."""
 from tvtv.encode.ops import (  # noqa: F401
+    advanced_indexing,
     attention,
     convolution,
     creation,

@@ -2,6 +2,7 @@
 from tvtv.encode.ops import (  # noqa: F401
     advanced_indexing,
     attention,
+    bucketing,
     convolution,
     creation,
     elementwise,
@@ -12,6 +13,7 @@ from tvtv.encode.ops import (  # noqa: F401
     manipulate,
     normalization,
     pooling,
+    quantization,
     rearrange,
     statistical,
 )

@@ -389,6 +389,59 @@ def _hand() -> dict[str, list[Case]]:
             lambda x: O.nn.pixel_shuffle(x, 2), {"upscale_factor": 2}),
         _fn("relax.nn.pixel_shuffle", [((1, 9, 2, 1), F32)],
             lambda x: O.nn.pixel_shuffle(x, 3), {"upscale_factor": 3})]
+    h["relax.index_tensor"] = [   # TVM does not wrap negative indices (docs/findings.md)
+        _fn("relax.index_tensor", [((3, 4), F32), ((2,), "int64"), ((2,), "int64")],
+            lambda x, i, j: O.index_tensor(x, [i, j]), {}),
+        _fn("relax.index_tensor", [((3, 4), F32), ((2, 1), "int64"), ((3,), "int64")],
+            lambda x, i, j: O.index_tensor(x, [i, j]), {}),
+        _fn("relax.index_tensor", [((2, 3, 4), I32), ((2, 2), "int32")],
+            lambda x, i: O.index_tensor(x, [i]), {}),
+        _fn("relax.index_tensor", [((2, 3, 2), F16), ((3,), "int64"), ((3,), "int64")],
+            lambda x, i, j: O.index_tensor(x, [i, j]), {})]
+    h["relax.index_put"] = [
+        _fn("relax.index_put", [((3, 4), F32), ((2,), "int64"), ((2,), "int64"), ((2,), F32)],
+            lambda x, i, j, v: O.index_put(x, [i, j], v), {"accumulate": False}),
+        _fn("relax.index_put", [((3, 4), I32), ((2,), "int32"), ((2,), "int64"), ((2,), I32)],
+            lambda x, i, j, v: O.index_put(x, [i, j], v, accumulate=True), {"accumulate": True}),
+        _fn("relax.index_put", [((2, 3), F16), ((2, 1), "int64"), ((2,), "int64"), ((2, 2), F16)],
+            lambda x, i, j, v: O.index_put(x, [i, j], v), {"accumulate": False}),
+        _fn("relax.index_put", [((5,), F32), ((3,), "int64"), ((3,), F32)],
+            lambda x, i, v: O.index_put(x, [i], v), {"accumulate": False}),
+        # values (1,) broadcast to the 3 index tuples: TVM reads them unbroadcast
+        _fn("relax.index_put", [((3, 3), F32), ((3,), "int64"), ((3,), "int64"), ((1,), F32)],
+            lambda x, i, j, v: O.index_put(x, [i, j], v), {"accumulate": False})]
+    h["relax.slice_scatter"] = [  # start:end:step are arguments; in the label for uniqueness
+        _fn("relax.slice_scatter", [((2, 8), F32), ((2, 3), F32)],
+            lambda x, s: O.slice_scatter(x, s, 1, 8, 3, axis=1), {"axis": 1, "slice": "1:8:3"}),
+        _fn("relax.slice_scatter", [((4, 3), I32), ((2, 3), I32)],
+            lambda x, s: O.slice_scatter(x, s, 2, 4, 1, axis=0), {"axis": 0, "slice": "2:4:1"}),
+        _fn("relax.slice_scatter", [((2, 8), F32), ((2, 3), F32)],
+            lambda x, s: O.slice_scatter(x, s, 1, 6, 2, axis=1), {"axis": 1, "slice": "1:6:2"}),
+        _fn("relax.slice_scatter", [((2, 3, 4), F16), ((2, 3, 2), F16)],
+            lambda x, s: O.slice_scatter(x, s, 2, 4, 1, axis=-1), {"axis": -1, "slice": "2:4:1"})]
+    h["relax.quantize"] = [
+        _fn("relax.quantize", [((2, 3), F32), ((), F32), ((), "int8")],
+            lambda x, s, z: O.quantize(x, s, z, axis=-1, out_dtype="int8"), {"axis": -1, "out_dtype": "int8"}),
+        _fn("relax.quantize", [((2, 3), F32), ((3,), F32), ((3,), "int8")],
+            lambda x, s, z: O.quantize(x, s, z, axis=1, out_dtype="uint8"), {"axis": 1, "out_dtype": "uint8"}),
+        _fn("relax.quantize", [((2, 2), F16), ((2,), F32), ((), "int8")],
+            lambda x, s, z: O.quantize(x, s, z, axis=0, out_dtype="int16"), {"axis": 0, "out_dtype": "int16"}),
+        _fn("relax.quantize", [((3,), F16), ((), F16), ((), "int8")],
+            lambda x, s, z: O.quantize(x, s, z, axis=0, out_dtype="int16"), {"axis": 0, "out_dtype": "int16"})]
+    h["relax.dequantize"] = [
+        _fn("relax.dequantize", [((2, 3), "int8"), ((3,), F32), ((3,), "int8")],
+            lambda x, s, z: O.dequantize(x, s, z, axis=1, out_dtype="float32"), {"axis": 1, "out_dtype": "float32"}),
+        _fn("relax.dequantize", [((2, 3), "uint8"), ((2,), F16), ((), "int8")],
+            lambda x, s, z: O.dequantize(x, s, z, axis=0, out_dtype="float16"), {"axis": 0, "out_dtype": "float16"}),
+        _fn("relax.dequantize", [((4,), I32), ((), F32), ((), "int8")],
+            lambda x, s, z: O.dequantize(x, s, z, axis=0, out_dtype="float32"), {"axis": 0, "out_dtype": "float32"})]
+    h["relax.bucketize"] = [
+        _fn("relax.bucketize", [((2, 3), F32), ((4,), F32)],
+            lambda x, b: O.bucketize(x, b), {"out_int32": False, "right": False}),
+        _fn("relax.bucketize", [((5,), F32), ((3,), F32)],
+            lambda x, b: O.bucketize(x, b, out_int32=True, right=True), {"out_int32": True, "right": True}),
+        _fn("relax.bucketize", [((2, 2), I32), ((3,), I32)],
+            lambda x, b: O.bucketize(x, b, right=True), {"out_int32": False, "right": True})]
     h["relax.layout_transform"] = [
         _fn("relax.layout_transform", [((1, 32, 4, 4), F32)],
             lambda x: O.layout_transform(x, index_map=lambda n, c, h, w: (n, c // 16, h, w, c % 16)),

@@ -122,6 +122,23 @@ MEANINGS: dict[str, str] = {
     "relax.eye_like": ("LegalizeOps ignores eye_like's dtype and builds x's dtype, so the "
                        "module's result type changes (int32 asked, float32 built; confirmed by TVM's "
                        "return types, `tvm-types`)"),
+    "relax.index_tensor": ("TVM does not wrap a negative index (PyTorch wraps it once): it reads "
+                           "x[-3] out of bounds (the VM returns garbage, so the UB is shown by "
+                           "the IEEE model, not by execution)"),
+    "relax.index_put": ("values of shape (1,) are not broadcast to the index tuples: TVM reads "
+                        "values[k] out of bounds (VM: diagonal [7, 3.08e-41, 2.03e-06] for "
+                        "PyTorch's [7, 7, 7])"),
+    "relax.slice_scatter": ("a slice that stops before the axis end: TVM's take clips "
+                            "ceil((i - start) / step) to n - 1 and reads src out of bounds for "
+                            "the positions after the slice (its select drops the value; the "
+                            "load is still out of bounds)"),
+    "relax.quantize": ("float16 data and scale into int16: TVM adds the zero point and clamps "
+                       "in float16, so 2998 + 3 rounds to 3000 (spec 3001) and the bound 32767 "
+                       "becomes 32768, which overflows the int16 cast"),
+    "relax.dequantize": ("TVM skips the documented clamp to the output's finite range (scale "
+                         "inf or FLT_MAX gives inf), turns NaN into 65504 for float16 "
+                         "(min/max drop NaN), and wraps x - zero_point in int32 "
+                         "(-2147483629 - 41)"),
     "relax.meshgrid": ("one input: TVM types the result as a 1-tuple, LegalizeOps returns the "
                        "bare tensor (the result's nesting changes; confirmed by TVM's return "
                        "types). The unknown row: for \"xy\" TVM infers the \"ij\" shape while "

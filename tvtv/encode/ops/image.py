@@ -1,4 +1,4 @@
-"""Image ops: relax.image.resize2d (nearest_neighbor and linear).
+"""Image ops: relax.image.resize2d and resize3d (nearest_neighbor and linear), affine_grid, grid_sample.
 
 The specification is the ONNX Resize formula as TVM documents it (topi/image/resize.py): an
 output position x maps to the input coordinate
@@ -32,6 +32,7 @@ input element(s), a float table the weights.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Callable, Sequence
 
 import numpy as np
@@ -57,7 +58,8 @@ EPS = f32(1e-5)
 
 # -- the static coordinate arithmetic (float32, TVM's order of operations) --------------------
 
-def in_coord(x: int, size_in: int, size_out: int, mode: str) -> np.float32:
+def in_coord(x: int, size_in: int, size_out: int, mode: str,
+             op: str = "relax.image.resize2d") -> np.float32:
     """The input coordinate of output position x (topi `get_inx`), in float32."""
     scale = f32(size_in) / f32(size_out)
     fx = f32(x)
@@ -72,7 +74,7 @@ def in_coord(x: int, size_in: int, size_out: int, mode: str) -> np.float32:
             return scale * fx
         if mode == "tf_half_pixel_for_nn":
             return (fx + f32(0.5)) * scale
-    raise Unsupported(f"relax.image.resize2d coordinate_transformation_mode={mode!r}")
+    raise Unsupported(f"{op} coordinate_transformation_mode={mode!r}")
 
 
 def int_div_factor(size_in: int, size_out: int) -> int | None:
@@ -85,15 +87,19 @@ def int_div_factor(size_in: int, size_out: int) -> int | None:
     return int(div)
 
 
-def nearest_index(x: int, size_in: int, size_out: int, mode: str, rounding: str) -> int:
-    """The clamped input index of output position x for nearest_neighbor."""
+def nearest_index(x: int, size_in: int, size_out: int, mode: str, rounding: str,
+                  op: str = "relax.image.resize2d", int_div: bool = True) -> int:
+    """The clamped input index of output position x for nearest_neighbor. `int_div`: the
+    asymmetric floor of an integer up-scaling is x // k (resize2d; topi's resize3d has no
+    such path and computes floor(c + 1e-5))."""
     if rounding == "":
         rounding = "round" if mode == "align_corners" else "floor"
-    k = int_div_factor(size_in, size_out) if mode == "asymmetric" and rounding == "floor" else None
+    k = (int_div_factor(size_in, size_out)
+         if int_div and mode == "asymmetric" and rounding == "floor" else None)
     if k is not None:
         i = x // k
     else:
-        c = in_coord(x, size_in, size_out, mode)
+        c = in_coord(x, size_in, size_out, mode, op)
         if rounding == "round":
             r = np.rint(c)                        # nearbyint: half to even
         elif rounding == "round_prefer_floor":
@@ -105,18 +111,19 @@ def nearest_index(x: int, size_in: int, size_out: int, mode: str, rounding: str)
         elif rounding == "ceil":
             r = np.ceil(c - EPS)
         else:
-            raise Unsupported(f"relax.image.resize2d rounding_method={rounding!r}")
+            raise Unsupported(f"{op} rounding_method={rounding!r}")
         if not np.isfinite(r):
-            raise Unsupported(f"relax.image.resize2d: non-finite coordinate {c} ({mode})")
+            raise Unsupported(f"{op}: non-finite coordinate {c} ({mode})")
         i = int(r)
     return min(max(i, 0), size_in - 1)
 
 
-def linear_taps(x: int, size_in: int, size_out: int, mode: str) -> tuple[int, int, np.float32, np.float32]:
+def linear_taps(x: int, size_in: int, size_out: int, mode: str,
+                op: str = "relax.image.resize2d") -> tuple[int, int, np.float32, np.float32]:
     """(clamped x0, clamped x0 + 1, 1 - t, t) of output position x for linear."""
-    c = in_coord(x, size_in, size_out, mode)
+    c = in_coord(x, size_in, size_out, mode, op)
     if not np.isfinite(c):
-        raise Unsupported(f"relax.image.resize2d: non-finite coordinate {c} ({mode})")
+        raise Unsupported(f"{op}: non-finite coordinate {c} ({mode})")
     x0 = int(np.floor(c))
     t = c - f32(x0)
     clamp = lambda i: min(max(i, 0), size_in - 1)  # noqa: E731
@@ -161,6 +168,37 @@ def encode_resize2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     indices to the input (ONNX's half_pixel with out > in reaches -0.25 -> index -1: clamped
     to 0 here, as TVM).
     """
+    return _encode_resize(ctx, call, args, "NCHW", ("NCHW", "NHWC"), int_div=True)
+
+
+@register("relax.image.resize3d")
+def encode_resize3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
+    """resize2d in three spatial dimensions (d, h, w), each coordinate as resize2d's (float32, static): nearest_neighbor rounds each by rounding_method and clamps (no integer-division path: asymmetric floor is floor(c + 1e-5)); linear = lerp(lerp(lerp(p000,p001,tx),lerp(p010,p011,tx),ty), lerp(lerp(p100,p101,tx),lerp(p110,p111,tx),ty), tz), lerp(A,B,t) = A*(1-t)+B*t in float32, clamped neighbours; layouts NCDHW/NDHWC; float32/float16 (computed in float32, rounded back), nearest also on integers of <= 16 bits; cubic, tf_crop_and_resize, out_dtype != data dtype, align_corners with out=1 and linear integers are Unsupported.
+
+    The order of the trilinear lerps is topi's `_resize_3d`: along w first, then h, then d
+    (ONNX's Resize leaves it open; a fixed float32 order is needed for a definite result).
+    topi's resize3d, unlike resize2d, never replaces asymmetric floor by an integer division
+    (`get_inx` is called without `use_int_div`), so neither does this specification.
+    Measured on the VM: bitwise equal to this formula on random and special inputs
+    (tests/test_ops_image.py).
+    """
+    return _encode_resize(ctx, call, args, "NCDHW", ("NCDHW", "NDHWC"), int_div=False)
+
+
+def _resize_dtype_checks(op: str, method: str, dtype: str, out_dtype: str) -> None:
+    if out_dtype != dtype:
+        raise Unsupported(f"{op} out_dtype={out_dtype} on {dtype} data (TVM's legalization "
+                          "ignores out_dtype)")
+    if is_float(dtype):
+        if dtype not in ("float32", "float16"):
+            raise Unsupported(f"{op} on {dtype} data")
+    elif method == "linear" or dtype not in INT_FORMATS or INT_FORMATS[dtype][0] > 16:
+        raise Unsupported(f"{op} method={method!r} on {dtype} data")
+
+
+def _encode_resize(ctx: EncodeContext, call: OpCall, args: list, canon: str,
+                   layouts: tuple[str, ...], int_div: bool) -> Tensor:
+    """resize2d (canon NCHW) and resize3d (canon NCDHW): spatial dimensions canon[2:]."""
     x = tensor_arg(args, 0, call)
     ty = out_type(call)
     op = call.op
@@ -173,38 +211,31 @@ def encode_resize2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         raise Unsupported(f"{op} coordinate_transformation_mode={mode!r}")
     if method == "nearest_neighbor" and rounding not in ROUNDINGS:
         raise Unsupported(f"{op} rounding_method={rounding!r}")
-    if ty.dtype != x.dtype:
-        raise Unsupported(f"{op} out_dtype={ty.dtype} on {x.dtype} data (TVM's legalization "
-                          "ignores out_dtype)")
-    if is_float(x.dtype):
-        if x.dtype not in ("float32", "float16"):
-            raise Unsupported(f"{op} on {x.dtype} data")
-    elif method == "linear" or x.dtype not in INT_FORMATS or INT_FORMATS[x.dtype][0] > 16:
-        raise Unsupported(f"{op} method={method!r} on {x.dtype} data")
-    canon = "NCHW"
-    layout = check_layout(str(_attr(call, "layout", "NCHW")), canon, "data")
-    if layout not in ("NCHW", "NHWC"):
+    _resize_dtype_checks(op, method, x.dtype, ty.dtype)
+    layout = check_layout(str(_attr(call, "layout", canon)), canon, "data")
+    if layout not in layouts:
         raise Unsupported(f"{op} layout={layout!r}")
-    n_b, ch, h_in, w_in = canonical_shape(x.shape, layout, canon)
-    n_o, c_o, h_out, w_out = canonical_shape(ty.shape, layout, canon)
+    n_b, ch, *sp_in = canonical_shape(x.shape, layout, canon)
+    n_o, c_o, *sp_out = canonical_shape(ty.shape, layout, canon)
     if (n_o, c_o) != (n_b, ch):
         raise Unsupported(f"{op} result type {ty} for data {x.shape}")
-    if max(h_out, w_out) > MAX_OUT_DIM:
-        raise Unsupported(f"{op} output size {h_out}x{w_out} (> {MAX_OUT_DIM} per dimension)")
-    if mode == "align_corners" and min(h_out, w_out) == 1:
+    if max(sp_out) > MAX_OUT_DIM:
+        raise Unsupported(f"{op} output size {sp_out} (> {MAX_OUT_DIM} per dimension)")
+    if mode == "align_corners" and min(sp_out) == 1:
         raise Unsupported(f"{op} coordinate_transformation_mode='align_corners' with an output "
                           "size of 1 (TVM divides by out - 1 = 0)")
     if math.prod(ty.shape) == 0:
         return checked_result(call, Tensor.from_fn(ty.shape, ty.dtype,
                                                    lambda ix: ctx.dom(ty.dtype).zero()))
     read = canonical_reader(x, layout, canon)
+    dims = list(zip(sp_in, sp_out))
 
     if method == "nearest_neighbor":
-        ys = index_table([nearest_index(i, h_in, h_out, mode, rounding) for i in range(h_out)])
-        xs = index_table([nearest_index(i, w_in, w_out, mode, rounding) for i in range(w_out)])
+        tabs = [index_table([nearest_index(i, n_in, n_out, mode, rounding, op, int_div)
+                             for i in range(n_out)]) for n_in, n_out in dims]
         return checked_result(call, canonical_tensor(
             ty.shape, layout, canon, ty.dtype,
-            lambda ix: read([ix[0], ix[1], ys(ix[2]), xs(ix[3])])))
+            lambda ix: read([ix[0], ix[1], *(t(p) for t, p in zip(tabs, ix[2:]))])))
 
     dom = ctx.dom("float32")
     cast_in = ((lambda v: v) if x.dtype == "float32"
@@ -213,25 +244,225 @@ def encode_resize2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
                 else (lambda v: ctx.model.cast(v, "float32", x.dtype)))
 
     def tables(n_in: int, n_out: int):
-        taps = [linear_taps(i, n_in, n_out, mode) for i in range(n_out)]
+        taps = [linear_taps(i, n_in, n_out, mode, op) for i in range(n_out)]
         lo = index_table([t[0] for t in taps])
         hi = index_table([t[1] for t in taps])
         one_minus = table([dom.const(float(t[2])) for t in taps], dom.sort)
         frac = table([dom.const(float(t[3])) for t in taps], dom.sort)
         return lo, hi, one_minus, frac
 
-    y0, y1, ywa, ywb = tables(h_in, h_out)
-    x0, x1, xwa, xwb = tables(w_in, w_out)
+    tabs = [tables(n_in, n_out) for n_in, n_out in dims]
 
     def lerp(a: z3.ExprRef, b: z3.ExprRef, wa: z3.ExprRef, wb: z3.ExprRef) -> z3.ExprRef:
         return dom.add(dom.mul(a, wa), dom.mul(b, wb))
 
     def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
-        nb, c, yo, xo = ix
-        p = lambda yy, xx: cast_in(read([nb, c, yy, xx]))  # noqa: E731
-        xa, xb = xwa(xo), xwb(xo)
-        top = lerp(p(y0(yo), x0(xo)), p(y0(yo), x1(xo)), xa, xb)
-        bottom = lerp(p(y1(yo), x0(xo)), p(y1(yo), x1(xo)), xa, xb)
-        return cast_out(lerp(top, bottom, ywa(yo), ywb(yo)))
+        nb, c, *pos = ix
+
+        def interp(k: int, src: list[z3.BitVecRef]) -> z3.ExprRef:
+            # topi's order: the outermost lerp is over the first spatial dimension, its
+            # operands lerps over the next, ..., the innermost over w (resize2d: _lerp(top,
+            # bottom, y) of _lerp(., ., x); resize3d: _lerp(top, bottom, z) of y- of x-lerps)
+            if k == len(pos):
+                return cast_in(read([nb, c, *src]))
+            lo, hi, wa, wb = tabs[k]
+            p = pos[k]
+            return lerp(interp(k + 1, src + [lo(p)]), interp(k + 1, src + [hi(p)]), wa(p), wb(p))
+
+        return cast_out(interp(0, []))
 
     return checked_result(call, canonical_tensor(ty.shape, layout, canon, ty.dtype, element))
+
+
+# == affine_grid ==============================================================================
+
+_NP_FLOAT = {"float32": np.float32, "float16": np.float16}
+_NP_BITS = {"float32": np.uint32, "float16": np.uint16}
+
+
+def nearest_float(q: Fraction, dtype: str) -> float:
+    """The `dtype` number nearest to the rational q (ties to even): q rounded once."""
+    t = _NP_FLOAT[dtype]
+    with np.errstate(all="ignore"):
+        best = t(float(q))        # within one ulp of q (float64 first, then dtype)
+        for g in (np.nextafter(best, t(-np.inf)), np.nextafter(best, t(np.inf))):
+            d_best, d_g = abs(Fraction(float(best)) - q), abs(Fraction(float(g)) - q)
+            if d_g < d_best or (d_g == d_best and int(g.view(_NP_BITS[dtype])) % 2 == 0):
+                best = g
+    return float(best)
+
+
+def grid_coord(j: int, size: int, align_corners: bool) -> Fraction:
+    """The exact normalized coordinate of position j of `size` (PyTorch/ONNX affine_grid):
+    corners -1 + 2j/(size-1) (align_corners), else pixel centers (2j+1)/size - 1."""
+    if align_corners:
+        return Fraction(2 * j, size - 1) - 1
+    return Fraction(2 * j + 1, size) - 1
+
+
+@register("relax.image.affine_grid")
+def encode_affine_grid(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
+    """affine_grid(theta (N, k, k+1), size) (k = 2: (H, W); k = 3: (D, H, W)): out[n, d, *p] = ((theta[n,d,k] + theta[n,d,k-1]*c(p_0)) + ...) + theta[n,d,0]*c(p_last) in the dtype, c(j) = the exact -1 + 2j/(s-1) (align_corners) or (2j+1)/s - 1 (pixel centers) rounded once to the dtype; channel 0 is x (the last spatial axis), layout (N, k, *size); float32/float16; align_corners with a size of 1, other dtypes and shapes are Unsupported.
+
+    Semantics: PyTorch's affine_grid (and ONNX AffineGrid), as the Relax docstring names
+    them, in TVM's documented layout [batch, 2, H, W] / [batch, 3, D, H, W] (PyTorch's grid is
+    [N, H, W, 2]; channel d here is PyTorch's last axis d: 0 = x, the coordinate along W).
+    The normalized coordinates are real numbers in the documentation (linspace(-1, 1) /
+    pixel centers); the specification takes each rounded once to the dtype, a static table.
+    The matrix product theta @ (x, y, 1) has no summation order in either framework; the
+    specification fixes topi's: the translation first, then the products from the slowest
+    spatial axis to x, each rounded in the dtype (the product by the homogeneous 1 is exact
+    and omitted).
+
+    TVM 0.27 (topi.image.affine_grid) differs in the coordinates (findings, measured on the
+    VM with theta = [[1, 0, 0], [0, 1, 0]]): with align_corners=True it steps by
+    float32((2 - 1e-7) / (s - 1)) from -1, so the last coordinate is 0.99999988 (not 1) and
+    the middle of an odd size is -5.96e-08 (not 0); with align_corners=False it computes
+    float32(-1 + 1/s) + j * float32(2/s) at run time, which is off by an ulp for most sizes
+    not a power of two (s = 7: the middle coordinate is 2.98e-08, not 0). Sizes 1, 2, 3, 4, 8
+    (pixel centers) agree: their coordinates are exact.
+    """
+    theta = tensor_arg(args, 0, call)
+    ty = out_type(call)
+    op = call.op
+    if theta.dtype not in _NP_FLOAT:
+        raise Unsupported(f"{op} on {theta.dtype} data")
+    if ty.dtype != theta.dtype:
+        raise Unsupported(f"{op}: result dtype {ty.dtype} for {theta.dtype} data")
+    if theta.ndim != 3 or theta.shape[1] not in (2, 3) or theta.shape[2] != theta.shape[1] + 1:
+        raise Unsupported(f"{op} with theta of shape {theta.shape} (expected (N, 2, 3) or (N, 3, 4))")
+    nd = theta.shape[1]
+    sizes = tuple(ty.shape[2:])
+    if len(ty.shape) != nd + 2 or ty.shape[:2] != theta.shape[:2]:
+        raise Unsupported(f"{op} result type {ty} for theta {theta.shape}")
+    align = bool(_attr(call, "align_corners", True))
+    if align and min(sizes, default=2) < 2:
+        raise Unsupported(f"{op} align_corners=True with an output size of 1 (-1 + 2j/(s-1) "
+                          "divides by zero; TVM's legalization rejects it)")
+    if max(sizes, default=0) > MAX_OUT_DIM:
+        raise Unsupported(f"{op} output size {sizes} (> {MAX_OUT_DIM} per dimension)")
+    dom = ctx.dom(theta.dtype)
+    if math.prod(ty.shape) == 0:
+        return checked_result(call, Tensor.from_fn(ty.shape, ty.dtype, lambda ix: dom.zero()))
+    coords = [table([dom.const(nearest_float(grid_coord(j, s, align), theta.dtype))
+                     for j in range(s)], dom.sort) for s in sizes]
+
+    def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
+        n, d, *pos = ix
+        val = theta.at_multi([n, d, idx(nd)])                       # the translation
+        for r in range(nd):                                         # slowest axis first
+            val = dom.add(val, dom.mul(theta.at_multi([n, d, idx(nd - 1 - r)]), coords[r](pos[r])))
+        return val
+
+    return checked_result(call, Tensor.from_fn(ty.shape, ty.dtype, element))
+
+
+# == grid_sample ==============================================================================
+
+GRID_METHODS = ("bilinear", "nearest")
+GRID_PADDINGS = ("zeros", "border")
+
+
+@register("relax.image.grid_sample")
+def encode_grid_sample(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
+    """grid_sample(data (N, C, H, W), grid (N, 2, Ho, Wo)) -> (N, C, Ho, Wo), float32: x = grid[n,0], y = grid[n,1] unnormalized to (g+1)*(s-1)/2 (align_corners) or -0.5 + (g+1)*s/2; border clips to [0, s-1] (t > b ? t : b); bilinear = ((p00*wy0*wx0 + p01*wy0*wx1) + p10*wy1*wx0) + p11*wy1*wx1 with x0 = floor(x), wx1 = x - x0, wx0 = 1 - wx1, taps outside the input read 0.0; nearest = the element at (nearbyint(y), nearbyint(x)) or 0.0 outside; UB: a NaN grid value, a coordinate whose floor/nearbyint is NaN, inf or beyond int32 (bilinear) / int64 (nearest); bicubic, reflection, other layouts and dtypes are Unsupported.
+
+    Semantics: PyTorch's grid_sample (zeros/border, bilinear/nearest), with topi's float32
+    order of operations (TVM's documentation of the op, topi/image/grid_sample.py), which
+    the framework leaves to its kernels. PyTorch writes the unnormalization
+    ((g+1)/2)*(s-1) and ((g+1)*s - 1)/2: halving is exact on float32 short of overflow, so
+    the two agree wherever the coordinate is finite in both.
+
+    Decisions where the documentation is silent: a NaN grid value, and a coordinate that
+    cannot be an index (infinite, or beyond the integer range: PyTorch's CPU kernel maps it
+    to -100, an implementation detail), are undefined, as TVM's legalization casts them to
+    int32/int64 (C/LLVM fptosi: undefined). With border padding, the clip makes every
+    non-NaN coordinate an index (TVM's clip also maps NaN to 0: a refinement of UB). The -0 of a clipped coordinate is dropped as topi's max
+    does (`-0 > 0 ? -0 : 0` = +0); PyTorch's std::max keeps it (only a zero's sign differs).
+
+    Layout (finding): the Relax docstring gives the grid as [N, H_out, W_out, 2] (PyTorch's
+    layout), but TVM's struct-info inference and legalization read it as [N, 2, H_out, W_out]
+    (grid (1, 5, 6, 2) on data (1, 3, 3, 4) is inferred to give (1, 3, 6, 2)). The encoder
+    follows the inferred type, i.e. TVM's layout, the one affine_grid produces.
+    """
+    x = tensor_arg(args, 0, call)
+    grid = tensor_arg(args, 1, call)
+    ty = out_type(call)
+    op = call.op
+    method = str(_attr(call, "method", "bilinear"))
+    padding = str(_attr(call, "padding_mode", "zeros"))
+    layout = str(_attr(call, "layout", "NCHW"))
+    align = bool(_attr(call, "align_corners", False))
+    if method not in GRID_METHODS:
+        raise Unsupported(f"{op} method={method!r}")
+    if padding not in GRID_PADDINGS:
+        raise Unsupported(f"{op} padding_mode={padding!r}")
+    if layout != "NCHW":
+        raise Unsupported(f"{op} layout={layout!r}")
+    if x.dtype != "float32" or grid.dtype != "float32" or ty.dtype != "float32":
+        raise Unsupported(f"{op} on {x.dtype} data, {grid.dtype} grid")
+    if x.ndim != 4 or grid.ndim != 4 or grid.shape[1] != 2 or grid.shape[0] != x.shape[0]:
+        raise Unsupported(f"{op} with data {x.shape} and grid {grid.shape} (expected (N, C, H, W) "
+                          "and (N, 2, H_out, W_out))")
+    n_b, ch, h_in, w_in = x.shape
+    if tuple(ty.shape) != (n_b, ch, grid.shape[2], grid.shape[3]):
+        raise Unsupported(f"{op} result type {ty} for data {x.shape}, grid {grid.shape}")
+    dom = ctx.dom("float32")
+    if math.prod(ty.shape) == 0:
+        return checked_result(call, Tensor.from_fn(ty.shape, ty.dtype, lambda ix: dom.zero()))
+    if min(h_in, w_in) == 0:
+        raise Unsupported(f"{op} on empty data {x.shape}")
+    model = ctx.model
+    i64 = ctx.dom("int64")
+
+    def const(v: float) -> z3.ExprRef:
+        return dom.const(v)
+
+    def unnormalize(g: z3.ExprRef, size: int) -> z3.ExprRef:
+        g1 = dom.add(g, const(1.0))
+        if align:   # (g + 1) * (size - 1) / 2; topi drops the product by 1 for size 2
+            return dom.div(g1 if size == 2 else dom.mul(g1, const(float(size - 1))), const(2.0))
+        return dom.add(const(-0.5), dom.div(dom.mul(g1, const(float(size))), const(2.0)))
+
+    def clip(v: z3.ExprRef, size: int) -> z3.ExprRef:
+        # topi's te.max/te.min: `a > b ? a : b`, `a < b ? a : b`
+        lo = z3.If(dom.gt(v, const(0.0)), v, const(0.0))
+        hi = const(float(size - 1))
+        return z3.If(dom.lt(lo, hi), lo, hi)
+
+    def source(g: z3.ExprRef, size: int) -> z3.ExprRef:
+        c = unnormalize(g, size)
+        return clip(c, size) if padding == "border" else c
+
+    def tap(nb: z3.BitVecRef, c: z3.BitVecRef, yi: z3.ExprRef, dy: int, xi: z3.ExprRef,
+            dx: int) -> z3.ExprRef:
+        """data[nb, c, yi + dy, xi + dx] (yi, xi int64 terms) inside the input, else 0.0;
+        "inside" written as -d <= i < size - d (the same test, in topi's simplified form)."""
+        inside = z3.And(i64.le(i64.const(-dy), yi), i64.le(i64.const(-dx), xi),
+                        i64.lt(yi, i64.const(h_in - dy)), i64.lt(xi, i64.const(w_in - dx)))
+        low = lambda v, d: z3.Extract(31, 0, v) + idx(d) if d else z3.Extract(31, 0, v)  # noqa: E731
+        return z3.If(inside, x.at_multi([nb, c, low(yi, dy), low(xi, dx)]), const(0.0))
+
+    def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
+        nb, c, h, w = ix
+        gy, gx = grid.at_multi([nb, idx(1), h, w]), grid.at_multi([nb, idx(0), h, w])
+        # a NaN grid value is undefined (the documentation is silent), whatever the padding
+        ctx.add_ub(z3.Or(dom.is_nan(gy), dom.is_nan(gx)), f"{op}: a NaN grid value")
+        ys, xs = source(gy, h_in), source(gx, w_in)
+        if method == "nearest":
+            ry, rx = dom.unary("round", ys), dom.unary("round", xs)   # nearbyint
+            return tap(nb, c, model.cast(ry, "float32", "int64"), 0, model.cast(rx, "float32", "int64"), 0)
+        fy, fx = dom.unary("floor", ys), dom.unary("floor", xs)
+        # the index is floor as int64; the weight subtracts float32(int32(floor)) (topi)
+        y0, x0 = model.cast(fy, "float32", "int64"), model.cast(fx, "float32", "int64")
+        ty1 = dom.sub(ys, model.cast(model.cast(fy, "float32", "int32"), "int32", "float32"))
+        tx1 = dom.sub(xs, model.cast(model.cast(fx, "float32", "int32"), "int32", "float32"))
+        ty0, tx0 = dom.sub(const(1.0), ty1), dom.sub(const(1.0), tx1)
+        terms = [dom.mul(dom.mul(tap(nb, c, y0, dy, x0, dx), wy), wx)
+                 for dy, wy in ((0, ty0), (1, ty1)) for dx, wx in ((0, tx0), (1, tx1))]
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = dom.add(acc, t)
+        return acc
+
+    return checked_result(call, Tensor.from_fn(ty.shape, ty.dtype, element))

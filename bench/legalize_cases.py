@@ -442,6 +442,46 @@ def _hand() -> dict[str, list[Case]]:
             lambda x, b: O.bucketize(x, b, out_int32=True, right=True), {"out_int32": True, "right": True}),
         _fn("relax.bucketize", [((2, 2), I32), ((3,), I32)],
             lambda x, b: O.bucketize(x, b, right=True), {"out_int32": False, "right": True})]
+    h["relax.image.resize3d"] = [
+        _fn("relax.image.resize3d", [((1, 2, 2, 3, 2), F32)],
+            lambda x: O.image.resize3d(x, (3, 2, 3), method="linear",
+                                       coordinate_transformation_mode="half_pixel"),
+            {"method": "linear", "coordinate_transformation_mode": "half_pixel"}),
+        _fn("relax.image.resize3d", [((1, 2, 2, 2, 3), F32)],
+            lambda x: O.image.resize3d(x, (3, 3, 2), layout="NDHWC", method="nearest_neighbor",
+                                       coordinate_transformation_mode="asymmetric",
+                                       rounding_method="floor"),
+            {"layout": "NDHWC", "method": "nearest_neighbor",
+             "coordinate_transformation_mode": "asymmetric", "rounding_method": "floor"}),
+        _fn("relax.image.resize3d", [((1, 1, 2, 2, 2), F16)],
+            lambda x: O.image.resize3d(x, (2, 3, 3), method="linear",
+                                       coordinate_transformation_mode="align_corners"),
+            {"method": "linear", "coordinate_transformation_mode": "align_corners"})]
+    h["relax.image.affine_grid"] = [
+        _fn("relax.image.affine_grid", [((2, 2, 3), F32)],
+            lambda t: O.image.affine_grid(t, (2, 3), align_corners=False), {"align_corners": False}),
+        _fn("relax.image.affine_grid", [((1, 3, 4), F32)],
+            lambda t: O.image.affine_grid(t, (2, 3, 4), align_corners=False),
+            {"size": (2, 3, 4), "align_corners": False}),
+        # TVM's align_corners coordinates end at 0.99999988 (step (2 - 1e-7)/(s - 1))
+        _fn("relax.image.affine_grid", [((1, 2, 3), F32)],
+            lambda t: O.image.affine_grid(t, (3, 5), align_corners=True), {"align_corners": True}),
+        _fn("relax.image.affine_grid", [((2, 2, 3), F16)],
+            lambda t: O.image.affine_grid(t, (2, 4), align_corners=False),
+            {"align_corners": False})]
+    h["relax.image.grid_sample"] = [
+        _fn("relax.image.grid_sample", [((1, 1, 2, 3), F32), ((1, 2, 2, 2), F32)],
+            lambda x, g: O.image.grid_sample(x, g, method="nearest", padding_mode="zeros",
+                                             align_corners=True),
+            {"method": "nearest", "padding_mode": "zeros", "align_corners": True}),
+        _fn("relax.image.grid_sample", [((1, 2, 2, 3), F32), ((1, 2, 2, 2), F32)],
+            lambda x, g: O.image.grid_sample(x, g, method="bilinear", padding_mode="zeros",
+                                             align_corners=False),
+            {"method": "bilinear", "padding_mode": "zeros", "align_corners": False}),
+        _fn("relax.image.grid_sample", [((1, 1, 3, 2), F32), ((1, 2, 2, 3), F32)],
+            lambda x, g: O.image.grid_sample(x, g, method="bilinear", padding_mode="border",
+                                             align_corners=True),
+            {"method": "bilinear", "padding_mode": "border", "align_corners": True})]
     h["relax.layout_transform"] = [
         _fn("relax.layout_transform", [((1, 32, 4, 4), F32)],
             lambda x: O.layout_transform(x, index_map=lambda n, c, h, w: (n, c // 16, h, w, c % 16)),

@@ -40,7 +40,7 @@ import z3
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, tensor_arg
-from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, _axis, _checked_type
+from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, literal_axis, checked_type
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, broadcast_index, broadcast_shape, idx, unravel
 from tvtv.encode.values import PrimScalar, as_tensor
@@ -145,7 +145,7 @@ def encode_index_tensor(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     if k > x.ndim:
         raise Unsupported(f"{op}: {k} index tensors for data of rank {x.ndim}")
     B = broadcast_shape(*[t.shape for t in ts])
-    ty = _checked_type(call, B + tuple(x.shape[k:]), x.dtype)
+    ty = checked_type(call, B + tuple(x.shape[k:]), x.dtype)
     bounds = x.shape[:k]
     _index_ub(ctx, ts, bounds, op, math.prod(B) > 0)
     nb = len(B)
@@ -205,7 +205,7 @@ def encode_index_put(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
                           "is unspecified)")
     B = broadcast_shape(*[t.shape for t in ts])
     vshape = _values_shape(values, B, op)
-    ty = _checked_type(call, x.shape, x.dtype)
+    ty = checked_type(call, x.shape, x.dtype)
     P = math.prod(B)
     if P > INDEX_PUT_TUPLES:
         raise Unsupported(f"{op}: {P} index tuples (limit {INDEX_PUT_TUPLES})")
@@ -280,7 +280,7 @@ def encode_slice_scatter(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     start, end, step = (_literal_int(args[k], w, op) for k, w in ((2, "start"), (3, "end"), (4, "step")))
     if src.dtype != x.dtype:
         raise Unsupported(f"{op}: src of dtype {src.dtype} into input of dtype {x.dtype}")
-    a = _axis(call.attrs.get("axis", 0), x.ndim, call)
+    a = literal_axis(call.attrs.get("axis", 0), x.ndim, call)
     if step < 1:
         raise Unsupported(f"{op}: step {step} (PyTorch requires step >= 1)")
     n = x.shape[a]
@@ -290,7 +290,7 @@ def encode_slice_scatter(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     if tuple(src.shape) != tuple(want):
         raise Unsupported(f"{op}: src of shape {src.shape} for the slice {start}:{end}:{step} of "
                           f"axis {a} of {x.shape} (PyTorch's slice has shape {tuple(want)})")
-    ty = _checked_type(call, x.shape, x.dtype)
+    ty = checked_type(call, x.shape, x.dtype)
     first = pos.start if len(pos) else 0
     last = pos[-1] if len(pos) else -1
 

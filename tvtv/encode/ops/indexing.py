@@ -38,7 +38,7 @@ import z3
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, tensor_arg
-from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, _axis, _checked_type
+from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, literal_axis, checked_type
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx, ravel
 from tvtv.errors import Unsupported
@@ -64,7 +64,7 @@ def _index_dtype_check(ind: Tensor, op: str) -> None:
         raise Unsupported(f"{op} with indices of dtype {ind.dtype}")
 
 
-def _add_index_ub(ctx: EncodeContext, ind: Tensor, bad_at: Callable[[Index], z3.BoolRef],
+def add_index_ub(ctx: EncodeContext, ind: Tensor, bad_at: Callable[[Index], z3.BoolRef],
                   reason: str, name: str) -> None:
     """UB when `bad_at(k)` holds for some flat index element k (expanded or quantified)."""
     if ind.numel == 0:
@@ -95,10 +95,10 @@ def encode_gather_elements(ctx: EncodeContext, call: OpCall, args: list) -> Tens
     x, ind = tensor_arg(args, 0, call), tensor_arg(args, 1, call)
     _index_dtype_check(ind, op)
     a = _elements_axis(call, x, ind)
-    ty = _checked_type(call, ind.shape, x.dtype)
+    ty = checked_type(call, ind.shape, x.dtype)
     n = x.shape[a]
 
-    _add_index_ub(ctx, ind, lambda k: z3.Not(_in_range(index_value(ind.at(k), ind.dtype, op), n)),
+    add_index_ub(ctx, ind, lambda k: z3.Not(_in_range(index_value(ind.at(k), ind.dtype, op), n)),
                   f"gather_elements with an index outside [0, {n})", "gather_elements_k")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -130,7 +130,7 @@ def encode_gather_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         raise Unsupported(f"{op}: batch dims of indices {ind.shape} and data {x.shape} differ")
     lead = ind.shape[:-1]
     shape = tuple(lead) + tuple(x.shape[b + m:])
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
     bounds = [x.shape[b + k] for k in range(m)]
 
     if m > 0 and math.prod(shape) > 0:
@@ -192,7 +192,7 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         raise Unsupported(f"{op}: updates of dtype {upd.dtype} into data of dtype {x.dtype}")
     a = _elements_axis(call, x, ind)
     reduction = _reduction(call, x.dtype)
-    ty = _checked_type(call, x.shape, x.dtype)
+    ty = checked_type(call, x.shape, x.dtype)
     n, K = x.shape[a], ind.shape[a]
     if K > SCATTER_LINE_BOUND:
         raise Unsupported(f"{op}: {K} indices along the axis (limit {SCATTER_LINE_BOUND})")
@@ -203,7 +203,7 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         return _wrapped(index_value(ind.at(j), ind.dtype, op), n)
 
     # an index outside [-n, n) is UB
-    _add_index_ub(ctx, ind, lambda j: z3.Not(z3.And(
+    add_index_ub(ctx, ind, lambda j: z3.Not(z3.And(
         index_value(ind.at(j), ind.dtype, op) >= z3.BitVecVal(-n, 65),
         index_value(ind.at(j), ind.dtype, op) < z3.BitVecVal(n, 65))),
         f"scatter_elements with an index outside [-{n}, {n})", "scatter_elements_k")
@@ -246,7 +246,7 @@ def _elements_axis(call: OpCall, x: Tensor, ind: Tensor) -> int:
     larger ones, which the VM reads or writes out of bounds: refused, not given a meaning)."""
     if x.ndim != ind.ndim:
         raise Unsupported(f"{call.op}: data of rank {x.ndim} and indices of rank {ind.ndim}")
-    a = _axis(call.attrs.get("axis", 0), x.ndim, call)
+    a = literal_axis(call.attrs.get("axis", 0), x.ndim, call)
     for d in range(x.ndim):
         if d != a and ind.shape[d] > x.shape[d]:
             raise Unsupported(f"{call.op}: indices {ind.shape} exceed data {x.shape} in dimension {d}")
@@ -288,7 +288,7 @@ def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     if tuple(upd.shape) != lead + tuple(x.shape[m:]):
         raise Unsupported(f"{op}: updates {upd.shape} for indices {ind.shape} and data {x.shape}")
     reduction = _reduction(call, x.dtype)
-    ty = _checked_type(call, x.shape, x.dtype)
+    ty = checked_type(call, x.shape, x.dtype)
     P = math.prod(lead)
     if P > SCATTER_LINE_BOUND:
         raise Unsupported(f"{op}: {P} index tuples (limit {SCATTER_LINE_BOUND})")

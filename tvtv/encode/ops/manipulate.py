@@ -44,7 +44,7 @@ TAKE_UB_EXPAND = 256
 # ------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------
-def _checked_type(call: OpCall, shape: Sequence[int], dtype: str) -> TensorType:
+def checked_type(call: OpCall, shape: Sequence[int], dtype: str) -> TensorType:
     """TVM's inferred result type, after checking it equals what the attributes say."""
     ty = out_type(call)
     if tuple(ty.shape) != tuple(shape) or ty.dtype != dtype:
@@ -53,7 +53,7 @@ def _checked_type(call: OpCall, shape: Sequence[int], dtype: str) -> TensorType:
     return ty
 
 
-def _axis(axis: object, ndim: int, call: OpCall, what: str = "axis") -> int:
+def literal_axis(axis: object, ndim: int, call: OpCall, what: str = "axis") -> int:
     """A literal axis in [-ndim, ndim) normalised to [0, ndim)."""
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise Unsupported(f"{call.op}: {what} {axis!r} is not a literal integer")
@@ -90,7 +90,7 @@ def _relabel(src: Tensor, ty: TensorType, op: str) -> Tensor:
     return Tensor(tuple(ty.shape), ty.dtype, src.arr)
 
 
-def _tensors(v: Value, call: OpCall) -> list[Tensor]:
+def tensor_fields(v: Value, call: OpCall) -> list[Tensor]:
     if not isinstance(v, tuple):
         raise Unsupported(f"{call.op}: expected a tuple of tensors, got {type(v).__name__}")
     return [as_tensor(t, f"field of the tuple argument of {call.op}") for t in v]
@@ -132,7 +132,7 @@ def encode_reshape(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 def encode_flatten(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """flatten is np.ravel (row-major) into one dimension; a scalar becomes shape (1,)."""
     x = tensor_arg(args, 0, call)
-    ty = _checked_type(call, (x.numel,), x.dtype)
+    ty = checked_type(call, (x.numel,), x.dtype)
     return _relabel(x, ty, call.op)
 
 
@@ -142,7 +142,7 @@ def encode_batch_flatten(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     x = tensor_arg(args, 0, call)
     if x.ndim < 1:
         raise Unsupported("relax.nn.batch_flatten of a scalar")
-    ty = _checked_type(call, (x.shape[0], math.prod(x.shape[1:])), x.dtype)
+    ty = checked_type(call, (x.shape[0], math.prod(x.shape[1:])), x.dtype)
     return _relabel(x, ty, call.op)
 
 
@@ -155,12 +155,12 @@ def encode_expand_dims(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     axes = call.attrs.get("axis")
     axes = [axes] if isinstance(axes, int) else list(axes or [])
     rank = x.ndim + len(axes)
-    pos = {_axis(a, rank, call) for a in axes}
+    pos = {literal_axis(a, rank, call) for a in axes}
     if len(pos) != len(axes):
         raise Unsupported(f"relax.expand_dims: repeated axes {axes}")
     it = iter(x.shape)
     shape = tuple(1 if k in pos else next(it) for k in range(rank))
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
     return _relabel(x, ty, call.op)
 
 
@@ -176,11 +176,11 @@ def encode_squeeze(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         drop = {k for k, d in enumerate(x.shape) if d == 1}
     else:
         axes = [axes] if isinstance(axes, int) else list(axes)
-        drop = {_axis(a, x.ndim, call) for a in axes}
+        drop = {literal_axis(a, x.ndim, call) for a in axes}
         if any(x.shape[k] != 1 for k in drop):
             raise Unsupported(f"relax.squeeze of axes {axes} of shape {x.shape}")
     shape = tuple(d for k, d in enumerate(x.shape) if k not in drop)
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
     return _relabel(x, ty, call.op)
 
 
@@ -192,10 +192,10 @@ def encode_permute_dims(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """permute_dims is np.transpose: output axis j is input axis axes[j]; axes None reverses them."""
     x = tensor_arg(args, 0, call)
     axes = call.attrs.get("axes")
-    perm = list(range(x.ndim))[::-1] if axes is None else [_axis(a, x.ndim, call) for a in axes]
+    perm = list(range(x.ndim))[::-1] if axes is None else [literal_axis(a, x.ndim, call) for a in axes]
     if sorted(perm) != list(range(x.ndim)):
         raise Unsupported(f"relax.permute_dims: {axes} is not a permutation of rank {x.ndim}")
-    ty = _checked_type(call, tuple(x.shape[a] for a in perm), x.dtype)
+    ty = checked_type(call, tuple(x.shape[a] for a in perm), x.dtype)
     if perm == list(range(x.ndim)):
         return Tensor(ty.shape, ty.dtype, x.arr)
 
@@ -211,8 +211,8 @@ def encode_permute_dims(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 def encode_flip(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """flip is np.flip along one axis (negative axes count from the end)."""
     x = tensor_arg(args, 0, call)
-    a = _axis(call.attrs.get("axis"), x.ndim, call)
-    ty = _checked_type(call, x.shape, x.dtype)
+    a = literal_axis(call.attrs.get("axis"), x.ndim, call)
+    ty = checked_type(call, x.shape, x.dtype)
     n = x.shape[a]
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -230,7 +230,7 @@ def encode_concat(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """concat is np.concatenate of a tuple of tensors along `axis`; axis None flattens each first.
 
     All inputs have the result's dtype (TVM's inference requires it); empty inputs add nothing."""
-    ts = _tensors(args[0], call)
+    ts = tensor_fields(args[0], call)
     if not ts:
         raise Unsupported("relax.concat of an empty tuple")
     axis = call.attrs.get("axis", 0)
@@ -238,7 +238,7 @@ def encode_concat(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         ts = [Tensor((t.numel,), t.dtype, t.arr) for t in ts]
         a = 0
     else:
-        a = _axis(axis, ts[0].ndim, call)
+        a = literal_axis(axis, ts[0].ndim, call)
     base = ts[0].shape
     for t in ts:
         if t.ndim != len(base) or any(t.shape[k] != base[k] for k in range(len(base)) if k != a):
@@ -246,7 +246,7 @@ def encode_concat(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     ts = [t for t in ts if t.shape[a] > 0] or ts[:1]
     shape = list(base)
     shape[a] = sum(t.shape[a] for t in ts)
-    ty = _checked_type(call, shape, ts[0].dtype)
+    ty = checked_type(call, shape, ts[0].dtype)
     offsets, ends = [], []
     acc = 0
     for t in ts:
@@ -266,13 +266,13 @@ def encode_concat(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 @register("relax.stack")
 def encode_stack(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """stack is np.stack of equally shaped tensors along a new axis (negative counts in the result)."""
-    ts = _tensors(args[0], call)
+    ts = tensor_fields(args[0], call)
     if not ts or any(t.shape != ts[0].shape for t in ts):
         raise Unsupported(f"relax.stack of shapes {[t.shape for t in ts]}")
-    a = _axis(call.attrs.get("axis", 0), ts[0].ndim + 1, call)
+    a = literal_axis(call.attrs.get("axis", 0), ts[0].ndim + 1, call)
     shape = list(ts[0].shape)
     shape.insert(a, len(ts))
-    ty = _checked_type(call, shape, ts[0].dtype)
+    ty = checked_type(call, shape, ts[0].dtype)
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         rest = ix[:a] + ix[a + 1:]
@@ -308,7 +308,7 @@ def encode_split(ctx: EncodeContext, call: OpCall, args: list) -> Value:
     the encoder follows. Negative indices are rejected when TVM's inferred section sizes
     disagree with numpy's (TVM 0.27 infers `split(x5, [-2])` as sizes 0 and 5; numpy as 3, 2)."""
     x = tensor_arg(args, 0, call)
-    a = _axis(call.attrs.get("axis", 0), x.ndim, call)
+    a = literal_axis(call.attrs.get("axis", 0), x.ndim, call)
     spec = call.attrs.get("indices_or_sections")
     bounds = split_bounds(x.shape[a], spec)
     shapes = []
@@ -319,7 +319,7 @@ def encode_split(ctx: EncodeContext, call: OpCall, args: list) -> Value:
     if isinstance(call.ty, TensorType):
         if len(bounds) != 1:
             raise Unsupported(f"relax.split into {len(bounds)} sections with type {call.ty}")
-        _checked_type(call, shapes[0], x.dtype)
+        checked_type(call, shapes[0], x.dtype)
         return x
     if not isinstance(call.ty, TupleType):
         raise Unsupported(f"relax.split with result type {call.ty}")
@@ -371,7 +371,7 @@ def encode_strided_slice(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     seen = set()
     broken = False
     for ax, b, e, s in zip(axes, begin, end, steps):
-        k = _axis(ax, x.ndim, call)
+        k = literal_axis(ax, x.ndim, call)
         if k in seen:
             raise Unsupported(f"relax.strided_slice with repeated axis {ax}")
         seen.add(k)
@@ -391,7 +391,7 @@ def encode_strided_slice(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
         if any(d < 0 for d in ty.shape):
             raise Unsupported(f"relax.strided_slice: TVM inferred the negative shape {ty.shape}")
         return Tensor.from_flat(ty.shape, ty.dtype, lambda i: ctx.dom(ty.dtype).zero())
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         src = []
@@ -447,10 +447,10 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         x = Tensor((x.numel,), x.dtype, x.arr)
         a = 0
     else:
-        a = _axis(axis, x.ndim, call)
+        a = literal_axis(axis, x.ndim, call)
     n = x.shape[a]
     shape = x.shape[:a] + ind.shape + x.shape[a + 1:]
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
     dom = ctx.dom(x.dtype)
     N = z3.BitVecVal(n, 65)
     zero65 = z3.BitVecVal(0, 65)
@@ -499,7 +499,7 @@ def encode_broadcast_to(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     off = len(shape) - x.ndim
     if off < 0 or any(d != 1 and d != shape[off + k] for k, d in enumerate(x.shape)):
         raise Unsupported(f"relax.broadcast_to of {x.shape} to {shape}")
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
     if tuple(shape) == x.shape:
         return x
     return Tensor.from_fn(ty.shape, ty.dtype,
@@ -517,7 +517,7 @@ def encode_tile(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     rank = max(len(reps), x.ndim)
     reps = [1] * (rank - len(reps)) + reps
     dims = [1] * (rank - x.ndim) + list(x.shape)
-    ty = _checked_type(call, tuple(d * r for d, r in zip(dims, reps)), x.dtype)
+    ty = checked_type(call, tuple(d * r for d, r in zip(dims, reps)), x.dtype)
     off = rank - x.ndim
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -541,10 +541,10 @@ def encode_repeat(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         x = Tensor((x.numel,), x.dtype, x.arr)
         a = 0
     else:
-        a = _axis(axis, x.ndim, call)
+        a = literal_axis(axis, x.ndim, call)
     shape = list(x.shape)
     shape[a] *= r
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         src = list(ix)
@@ -593,7 +593,7 @@ def encode_pad(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         raise Unsupported(f"relax.nn.pad with pad_mode {mode!r} (Relax's modes are constant, "
                           f"reflect, replicate, circular)")
     before, after = widths[0::2], widths[1::2]
-    ty = _checked_type(call, tuple(d + b + e for d, b, e in zip(x.shape, before, after)), x.dtype)
+    ty = checked_type(call, tuple(d + b + e for d, b, e in zip(x.shape, before, after)), x.dtype)
     if mode != "constant" and any(d == 0 and b + e > 0 for d, b, e in zip(x.shape, before, after)):
         raise Unsupported(f"relax.nn.pad mode {mode} of an empty dimension")
 
@@ -637,7 +637,7 @@ def encode_pixel_shuffle(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     if x.ndim != 4 or not isinstance(r, int) or r <= 0 or x.shape[1] % (r * r):
         raise Unsupported(f"relax.nn.pixel_shuffle of {x.shape} with factor {r!r}")
     n, c, h, w = x.shape
-    ty = _checked_type(call, (n, c // (r * r), h * r, w * r), x.dtype)
+    ty = checked_type(call, (n, c // (r * r), h * r, w * r), x.dtype)
     R = idx(r)
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -655,7 +655,7 @@ def _collapse_sum(ctx: EncodeContext, call: OpCall, x: Tensor, shape: Sequence[i
     off = x.ndim - len(shape)
     if off < 0 or any(s != 1 and s != x.shape[off + k] for k, s in enumerate(shape)):
         raise Unsupported(f"{call.op} of {x.shape} to {shape}")
-    ty = _checked_type(call, shape, x.dtype)
+    ty = checked_type(call, shape, x.dtype)
     summed = [k for k in range(x.ndim) if k < off or (shape[k - off] == 1 and x.shape[k] != 1)]
     if not summed:                                    # then shape == x.shape
         return x

@@ -24,7 +24,8 @@ import z3
 
 from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import checked_result, norm_axis, tensor_arg
+from tvtv.encode.ops.common import checked_result, tensor_arg
+from tvtv.encode.ops.manipulate import literal_axis
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor
 from tvtv.errors import Unsupported
@@ -42,17 +43,6 @@ _FLOATS = ("float16", "float32")
 # ------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------
-def _axis(call: OpCall, ndim: int) -> int:
-    """The normalized `axis` attribute (TVM's inference rejects an axis outside the rank)."""
-    raw = call.attrs.get("axis", -1)
-    if not isinstance(raw, int) or isinstance(raw, bool):
-        raise Unsupported(f"{call.op}: axis {raw!r}")
-    a = norm_axis(raw, ndim)
-    if not 0 <= a < ndim:
-        raise Unsupported(f"{call.op}: axis {raw} for data of rank {ndim}")
-    return a
-
-
 def _param_reader(p: Tensor, x: Tensor, axis: int, call: OpCall, what: str) -> Reader:
     """How an output element at multi-index ix reads a quantization parameter: a scalar (0-d
     or one element) for every element, or a vector of data.shape[axis] elements at ix[axis]."""
@@ -120,7 +110,7 @@ def encode_quantize(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     _require_dtype(scale, _FLOATS, call, "scale")
     _require_dtype(zp, ("int8",), call, "zero_point")
     od = _out_dtype(call, _QUANT_OUT)
-    a = _axis(call, x.ndim)
+    a = literal_axis(call.attrs.get("axis", -1), x.ndim, call)
     s_at = _param_reader(scale, x, a, call, "scale")
     z_at = _param_reader(zp, x, a, call, "zero_point")
     wide = _wider(x.dtype, scale.dtype)
@@ -178,7 +168,7 @@ def encode_dequantize(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     _require_dtype(zp, ("int8", "float16") if is_float(x.dtype) else ("int8",), call,
                    "zero_point")
     od = _out_dtype(call, _FLOATS)
-    a = _axis(call, x.ndim)
+    a = literal_axis(call.attrs.get("axis", -1), x.ndim, call)
     s_at = _param_reader(scale, x, a, call, "scale")
     z_at = _param_reader(zp, x, a, call, "zero_point")
     f32 = ctx.dom("float32")

@@ -27,8 +27,8 @@ import z3
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, out_type, tensor_arg
-from tvtv.encode.ops.indexing import _add_index_ub
-from tvtv.encode.ops.manipulate import _axis, _checked_type, _tensors
+from tvtv.encode.ops.indexing import add_index_ub
+from tvtv.encode.ops.manipulate import literal_axis, checked_type, tensor_fields
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import INDEX_BITS, Tensor
 from tvtv.errors import Unsupported
@@ -295,20 +295,20 @@ def encode_reverse_sequence(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         raise Unsupported(f"{op}: seq_lengths {lens.shape} of dtype {lens.dtype}")
     if x.ndim < 2:
         raise Unsupported(f"{op} of a tensor of rank {x.ndim}")
-    s = _axis(call.attrs.get("seq_axis", 1), x.ndim, call, "seq_axis")
-    b = _axis(call.attrs.get("batch_axis", 0), x.ndim, call, "batch_axis")
+    s = literal_axis(call.attrs.get("seq_axis", 1), x.ndim, call, "seq_axis")
+    b = literal_axis(call.attrs.get("batch_axis", 0), x.ndim, call, "batch_axis")
     if s == b:
         raise Unsupported(f"{op} with seq_axis == batch_axis ({s})")
     if lens.shape[0] != x.shape[b]:
         raise Unsupported(f"{op}: {lens.shape[0]} lengths for a batch of {x.shape[b]}")
-    ty = _checked_type(call, x.shape, x.dtype)
+    ty = checked_type(call, x.shape, x.dtype)
     n = x.shape[s]
     zero, top = z3.BitVecVal(0, 65), z3.BitVecVal(n, 65)
 
     def length(k: Index) -> z3.BitVecRef:
         return index_value(lens.at(k), lens.dtype, op)
 
-    _add_index_ub(ctx, lens, lambda k: z3.Or(length(k) < zero, length(k) > top),
+    add_index_ub(ctx, lens, lambda k: z3.Or(length(k) < zero, length(k) > top),
                   f"reverse_sequence with a length outside [0, {n}]", "reverse_sequence_k")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -337,7 +337,7 @@ def encode_meshgrid(ctx: EncodeContext, call: OpCall, args: list) -> tuple:
     retypes `main` to return the bare tensor (the VM returns a Tensor): the refinement
     check compares the results' nesting and reports a shape counterexample."""
     op = call.op
-    xs = _tensors(args[0], call)
+    xs = tensor_fields(args[0], call)
     if not xs:
         raise Unsupported(f"{op} of an empty tuple")
     if any(t.ndim != 1 for t in xs) or any(t.dtype != xs[0].dtype for t in xs):

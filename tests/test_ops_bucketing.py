@@ -8,10 +8,12 @@ reference, the TVM VM (NaN is a pinned finding), wrong expectations rejected, UB
 boundaries that are not strictly increasing, unsupported calls.
 
 LegalizeOps lowers bucketize to `topi.searchsorted`: a `while` binary search over local
-buffers, which tvtv's TIR reader does not read (pinned below: `unknown`, "unsupported").
-The refinement checks therefore run on a hand lowering tvtv reads (a counting reduction and
-a NaN select): it is proved; the same lowering without the NaN select, which computes what
-TVM's search computes, is refuted on a NaN input; and one-token mutations are refuted.
+buffers, which tvtv runs as a scalar program (tests/test_tir_while.py has its mutations).
+Pinned below: float data is a confirmed counterexample on a NaN input (TVM's search gives 0,
+the spec len(boundaries)) and proved under no-nan; int data is proved. The refinement checks
+also run on a hand lowering (a counting reduction and a NaN select): it is proved; the same
+lowering without the NaN select, which computes what TVM's search computes, is refuted on a
+NaN input; and one-token mutations are refuted.
 """
 from __future__ import annotations
 
@@ -190,14 +192,34 @@ def test_unsupported_calls(x: np.ndarray, b: np.ndarray, attrs: dict) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# (d) refinement: TVM's legalization (unreadable), a readable hand lowering; (e) mutations
+# (d) refinement: TVM's legalization (a while loop), a hand lowering; (e) mutations
 # ------------------------------------------------------------------------------------------------
-def test_legalized_searchsorted_is_not_read() -> None:
-    """TVM's lowering is a `while` binary search over `T.alloc_local` buffers: the TIR
-    reader refuses it (the verdict claims nothing)."""
-    mod = typed_module(lambda a, b: O.bucketize(a, b, False, False), ((5,), "float32"), ((3,), "float32"))
-    (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=20).results
-    assert r.verdict == "unknown" and "unsupported" in str(r.to_dict()["reason"]), r.to_dict()
+LEGALIZED = {
+    # name: (x shape, dtype, out_int32, right)
+    "f32 left int64": ((5,), "float32", False, False),
+    "f32 right int32": ((5,), "float32", True, True),
+    "int32 left int64": ((5,), "int32", False, False),
+    "int32 right int32": ((2, 3), "int32", True, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGALIZED))
+def test_legalized_searchsorted_verdicts(name: str) -> None:
+    """TVM's lowering, a `while` binary search over `T.alloc_local` buffers: float data differs
+    from the spec on NaN only (a confirmed counterexample, proved under no-nan), int data is
+    proved."""
+    shape, dtype, out_int32, right = LEGALIZED[name]
+    mod = typed_module(lambda a, b: O.bucketize(a, b, out_int32, right), (shape, dtype), ((3,), dtype))
+    legalized = relax.transform.LegalizeOps()(mod)
+    (r,) = tvtv.verify(mod, legalized, timeout=20).results
+    if dtype == "int32":
+        assert r.verdict == "proved", r.to_dict()
+        return
+    d = r.to_dict()
+    assert r.verdict == "counterexample" and r.confirmed is True, d
+    assert "nan" in str(d["inputs"]["p0"]), d
+    (r,) = tvtv.verify(mod, legalized, timeout=20, assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
 
 
 def hand_lowering(n: int, k: int, dtype: str, out: str, right: bool, nan_select: bool = True) -> str:

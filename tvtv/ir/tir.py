@@ -7,7 +7,8 @@ name twice; the name before `%` is kept for messages.
 Only what legalized and fused PrimFuncs use is represented: loops, SBlocks with spatial and
 reduction iter vars (and their init statement), buffer stores and loads, the scalar
 arithmetic of prim expressions (int64 indices included), Select, if_then_else, Cast and
-intrinsic calls. Anything else is rejected by the reader with `Unsupported`.
+intrinsic calls, and the scalar statements of IR-builder TIR (local allocations, `while`,
+`if`, `T.let`). Anything else is rejected by the reader with `Unsupported`.
 """
 from __future__ import annotations
 
@@ -178,11 +179,27 @@ class Let:
 
 
 @dataclass(frozen=True)
+class Alloc:
+    """A buffer allocated for the rest of the enclosing sequence (`T.alloc_local`, TVM's flat
+    `AllocBuffer` statement): its elements are arbitrary until stored."""
+
+    buffer: Buffer
+
+
+@dataclass(frozen=True)
+class While:
+    """`while cond: body`, the condition evaluated before every round."""
+
+    cond: Expr
+    body: "Stmt"
+
+
+@dataclass(frozen=True)
 class Nop:
     """`T.evaluate(0)` and friends."""
 
 
-Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Nop]
+Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop]
 
 
 @dataclass(frozen=True)

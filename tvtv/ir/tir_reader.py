@@ -104,6 +104,14 @@ class _TIRReader:
         if kind == "Bind":
             value = self.expr(s.value)
             return T.Let(self.var(s.var), value)
+        if kind == "AllocBuffer":
+            # flat in TVM 0.27 (the buffer lives for the rest of the enclosing SeqStmt); a
+            # variant with a body scopes that body
+            alloc = T.Alloc(self.buffer(s.buffer))
+            body = getattr(s, "body", None)
+            return alloc if body is None else T.Seq((alloc, self.stmt(body)))
+        if kind == "While":
+            return T.While(self.expr(s.condition), self.stmt(s.body))
         if kind == "AttrStmt" and str(s.attr_key) in NEUTRAL_ATTRS:
             return self.stmt(s.body)
         if kind == "Evaluate":

@@ -139,6 +139,8 @@ MEANINGS: dict[str, str] = {
                          "inf or FLT_MAX gives inf), turns NaN into 65504 for float16 "
                          "(min/max drop NaN), and wraps x - zero_point in int32 "
                          "(-2147483629 - 41)"),
+    "relax.bucketize": ("a NaN input: topi's binary search compares b[mid] < NaN (false) and "
+                        "returns 0; PyTorch gives len(boundaries). Proved under no-nan"),
     "relax.image.affine_grid": ("TVM's align_corners coordinates step by float32((2 - 1e-7) / "
                                 "(s - 1)): the last is 0.99999988, not 1 (PyTorch's linspace); "
                                 "the pixel-centre ones are one ulp off for sizes 5, 6, 7"),

@@ -9,8 +9,9 @@ Only indices below `numel` are meaningful; what an array holds beyond is never o
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import z3
@@ -51,10 +52,18 @@ def lambda_over_index(body: Callable[[z3.BitVecRef], z3.ExprRef], bound: int | N
     construction always gives the same term (Z3 compares lambdas with their variable names,
     and a source and target that compute alike must become *identical* terms), while a
     lambda built inside another never captures the outer one's variable."""
-    i = z3.BitVec(f"i!{len(_live)}", INDEX_BITS)
+    with live_index(bound) as i:
+        return z3.Lambda([i], body(i))
+
+
+@contextmanager
+def live_index(bound: int | None, prefix: str = "i") -> Iterator[z3.BitVecRef]:
+    """A fresh index variable `prefix!depth`, live inside the block: a condition found there
+    that mentions it means "for some index below `bound`" (`close_over_live_indices`)."""
+    i = z3.BitVec(f"{prefix}!{len(_live)}", INDEX_BITS)
     _live.append((i, bound))
     try:
-        return z3.Lambda([i], body(i))
+        yield i
     finally:
         _live.pop()
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence, Union
 
@@ -41,8 +41,7 @@ from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_bool, is_float, i
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
-from tvtv.encode import tensor as _tensor
-from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, ravel, unravel
+from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, live_index, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import intrinsics
 from tvtv.errors import Unsupported
@@ -292,13 +291,18 @@ class PrimFuncEncoder:
             hi = lp.lo + lp.extent - 1
             env[lp.var] = IX.constant(lp.lo) if hi == lp.lo else \
                 IX.Ix(z3.BitVec(f"tir_range_{lp.var}", INDEX_BITS), lp.lo, hi)
+        self.bind_aliases(env)
+        return env
+
+    def bind_aliases(self, env: dict[str, Val]) -> None:
+        """Give the scope blocks' iter vars (`self.aliases`) the values of the loops they
+        name in `env`, or their constants."""
         for var, b in self.aliases.items():
             if isinstance(b, Loop):
                 if b.var in env:
                     env[var] = env[b.var]
             else:
                 env[var] = IX.constant(b)
-        return env
 
     def extent_values(self, e: T.Expr, loops: list[Loop]) -> tuple[int, ...]:
         """Every value of loop extent `e` over the iterations of the enclosing loops it
@@ -717,37 +721,27 @@ class PrimFuncEncoder:
         n = math.prod(lp.extent for lp in loops)
         if n <= 0:
             return
-        live: z3.BitVecRef | None = None
-        env: dict[str, Val] = {}
-        if n > 1:
-            live = z3.BitVec(f"tir_iter!{len(_tensor._live)}", INDEX_BITS)
-            digits = unravel(live, [lp.extent for lp in loops])
-            for lp, d in zip(loops, digits):
-                env[lp.var] = IX.constant(lp.lo) if lp.extent == 1 else \
-                    IX.add(IX.Ix(d, 0, lp.extent - 1), IX.constant(lp.lo))
-        else:
-            for lp in loops:
-                env[lp.var] = IX.constant(lp.lo)
-        for var, b in self.aliases.items():
-            if isinstance(b, Loop):
-                if b.var in env:
-                    env[var] = env[b.var]
-            else:
-                env[var] = IX.constant(b)
-        prog = _Program(live, n, len(self.ctx.path))
-        self.prog = prog
-        if live is not None:
-            _tensor._live.append((live, n))
-        try:
-            self.pstmt(body, env)
-            if set(prog.stores) & prog.loaded:
-                name = self.buffers[sorted(set(prog.stores) & prog.loaded)[0]].name
-                raise self.fail(f"loop that reads and writes {name} in its scalar program")
-            stores = dict(prog.stores)
-        finally:
+        with (live_index(n, "tir_iter") if n > 1 else nullcontext(None)) as live:
+            env: dict[str, Val] = {}
             if live is not None:
-                _tensor._live.pop()
-            self.prog = None
+                digits = unravel(live, [lp.extent for lp in loops])
+                for lp, d in zip(loops, digits):
+                    env[lp.var] = IX.constant(lp.lo) if lp.extent == 1 else \
+                        IX.add(IX.Ix(d, 0, lp.extent - 1), IX.constant(lp.lo))
+            else:
+                for lp in loops:
+                    env[lp.var] = IX.constant(lp.lo)
+            self.bind_aliases(env)
+            prog = _Program(live, n, len(self.ctx.path))
+            self.prog = prog
+            try:
+                self.pstmt(body, env)
+                if set(prog.stores) & prog.loaded:
+                    name = self.buffers[sorted(set(prog.stores) & prog.loaded)[0]].name
+                    raise self.fail(f"loop that reads and writes {name} in its scalar program")
+                stores = dict(prog.stores)
+            finally:
+                self.prog = None
         for buffer, (ix, value, where) in stores.items():
             self.commit(buffer, ix, value, where, live, n)
 

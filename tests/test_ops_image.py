@@ -473,9 +473,7 @@ def test_resize3d_legalize_is_proved(shape, size, dtype, layout, method, mode, r
     assert r.verdict == "proved", r.to_dict()
 
 
-LIN3 = dict(method="linear", coordinate_transformation_mode="half_pixel")
-NEAR3 = dict(method="nearest_neighbor", coordinate_transformation_mode="half_pixel",
-             rounding_method="round")
+LIN3, NEAR3 = LIN, NEAR        # resize2d's attribute sets, on resize3d
 # the legalized TIR of resize3d (1, 1, 2, 3, 2) -> (3, 2, 3); the first occurrence is replaced
 MUTATIONS3 = {
     # the first lerp weight (along w) 1 - t becomes 1 + t

@@ -40,7 +40,8 @@ import z3
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, tensor_arg
-from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, literal_axis, checked_type
+from tvtv.encode.ops.indexing import add_index_ub
+from tvtv.encode.ops.manipulate import literal_axis, checked_type
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, broadcast_index, broadcast_shape, idx, unravel
 from tvtv.encode.values import PrimScalar, as_tensor
@@ -94,18 +95,9 @@ def _index_ub(ctx: EncodeContext, ts: Sequence[Tensor], bounds: Sequence[int], o
     non-empty (`used`); an empty one reads none."""
     if not used:
         return
-    terms: list[z3.BoolRef] = []
     for d, (t, n) in enumerate(zip(ts, bounds)):
-        if t.numel == 0:
-            continue
-        if t.numel <= TAKE_UB_EXPAND:
-            terms += [z3.Not(_valid(index_value(t.at(k), t.dtype, op), n)) for k in range(t.numel)]
-        else:
-            k = z3.BitVec(f"{op.split('.')[-1]}_k{d}", 32)
-            terms.append(z3.Exists([k], z3.And(z3.ULT(k, idx(t.numel)), z3.Not(
-                _valid(index_value(t.at(k), t.dtype, op), n)))))
-    if terms:
-        ctx.add_ub(z3.Or(*terms), f"{op} with an index outside [-n, n)")
+        add_index_ub(ctx, t, lambda k, t=t, n=n: z3.Not(_valid(index_value(t.at(k), t.dtype, op), n)),
+                     f"{op} with an index outside [-n, n)", f"{op.split('.')[-1]}_k{d}")
 
 
 def _read_index(t: Tensor, b: list[Index] | list[int], shape: Sequence[int], op: str) -> z3.BitVecRef:

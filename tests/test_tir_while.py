@@ -1,4 +1,4 @@
-"""Scalar programs in TIR (`PrimFuncEncoder.program`): a loop whose body allocates local
+"""Scalar programs in TIR (`tvtv/encode/tir/program.py`): a loop whose body allocates local
 buffers (`T.alloc_local`, TVM's flat `AllocBuffer`) and runs `while` and `if` statements over
 them, run once symbolically over the loop's iterations, the while loop unrolled until a solver
 shows its condition false on every input.
@@ -28,7 +28,8 @@ from tvtv.absfp.ieee import IEEEModel
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.evaluate import to_array
 from tvtv.encode.tensor import Tensor
-from tvtv.encode.tir.interpreter import WHILE_ROUNDS, encode_prim_func
+from tvtv.encode.tir import encode_prim_func
+from tvtv.encode.tir.program import WHILE_ROUNDS
 from tvtv.ir import tir as TT
 from tvtv.ir import tvm_bridge
 from tvtv.ir.tir_reader import read_prim_func

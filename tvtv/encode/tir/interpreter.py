@@ -21,7 +21,7 @@ that are distinct loop/iter variables or constants, a true predicate, a single s
 positions read from an index tensor) is unrolled over its loops' iterations, at most
 `UNROLLED_STORES` (`write_unrolled`). A loop whose body allocates local buffers or runs a
 `while` loop (the IR-builder TIR of topi.searchsorted, LegalizeOps' bucketize) is a *scalar
-program*, run once over a symbolic iteration (`program`; its `while` unrolled until a solver
+program*, run once over a symbolic iteration (`program.py`; its `while` unrolled until a solver
 shows the condition false, at most `WHILE_ROUNDS` rounds). Everything else raises
 `Unsupported` naming the PrimFunc and block.
 """
@@ -30,9 +30,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence, Union
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import z3
@@ -41,46 +40,19 @@ from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_bool, is_float, i
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
-from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, live_index, ravel, unravel
+from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import intrinsics
+from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
+from tvtv.encode.tir.values import Loop, Reader, Sc, Val, fresh_undef_name
 from tvtv.errors import Unsupported
 from tvtv.ir import tir as T
 
-_undef_counter = itertools.count()
 # Largest number of known constant cases a float value is tracked with (see `Sc.cases`).
 CASES_BOUND = 16
 # Largest number of iterations a store at computed indices is unrolled over
 # (`PrimFuncEncoder.write_unrolled`).
 UNROLLED_STORES = 512
-# Scalar programs (`PrimFuncEncoder.program`): rounds a while loop is unrolled for at most, the
-# solver's time per "can the condition still hold" query (ms), the largest local buffer, and
-# the largest loop unrolled inside a program.
-WHILE_ROUNDS = 64
-WHILE_SOLVER_MS = 2000
-LOCAL_ELEMENTS = 16
-PROGRAM_UNROLL = 64
-# A load in a scalar program whose index is one of at most this many constants reads each
-# (`PrimFuncEncoder.case_split`).
-CASE_SPLIT = 128
-# ... and the largest number of operand combinations an operation is evaluated on there
-CASE_PRODUCT = 16384
-
-
-@dataclass(frozen=True)
-class Sc:
-    """A data scalar: an element of the float model's (or int/bool) domain of `dtype`."""
-
-    term: z3.ExprRef
-    dtype: str
-    # a float known to be one of a few constants: (condition, value) pairs covering all
-    # cases, so arithmetic on such values (adaptive pooling's divisors: Cast(int) * Cast(int))
-    # is folded exactly instead of going through the float model's uninterpreted functions
-    cases: tuple[tuple[z3.BoolRef, float], ...] | None = None
-
-
-Val = Union[IX.Ix, Sc]
-Reader = Callable[[list[IX.Ix]], z3.ExprRef]
 
 
 def _readers(ctx: EncodeContext) -> dict[tuple[int, tuple[int, ...]], tuple[z3.ArrayRef, Reader]]:
@@ -100,34 +72,6 @@ def _array_reader(t: Tensor) -> Reader:
                                  t.shape)) if t.shape else t.at(0)
 
 
-@dataclass(frozen=True)
-class Loop:
-    """A loop `for var in [lo, lo + extent)`. A loop whose extent depends on enclosing
-    loops (adaptive pooling's windows) has `dyn` = that extent expression and `extent` =
-    its largest value; a reduction over it is split into one reduction per extent value."""
-
-    var: str
-    lo: int
-    extent: int
-    dyn: "T.Expr | None" = None
-    values: tuple[int, ...] = ()      # the extents `dyn` takes (exactly), when dynamic
-
-
-@dataclass
-class _Program:
-    """The state of a scalar program being run (`PrimFuncEncoder.program`)."""
-
-    live: "z3.BitVecRef | None"     # the iteration number (None: a single iteration)
-    n: int                          # the number of iterations
-    base: int                       # length of the path when the program began
-    locals: dict[str, list["Val"]] = dataclasses.field(default_factory=dict)
-    stores: dict[str, tuple] = dataclasses.field(default_factory=dict)
-    loaded: set[str] = dataclasses.field(default_factory=set)
-    loop_depth: int = 0             # inside a while or for loop of the program
-    witness: "z3.ModelRef | None" = None   # a model where a while condition held last
-    cases: dict = dataclasses.field(default_factory=dict)   # `_int_cases` memo
-
-
 class PrimFuncEncoder:
     def __init__(self, ctx: EncodeContext, pf: T.PrimFunc) -> None:
         self.ctx = ctx
@@ -144,8 +88,8 @@ class PrimFuncEncoder:
         self.pending_init: tuple[T.Store, list[Loop], dict[str, Loop | int]] | None = None
         # accumulators of a multi-buffer reduction step: buffer -> (indices, current value)
         self.acc_override: dict[str, tuple[tuple[T.Expr, ...], z3.ExprRef]] = {}
-        # the scalar program being run, if any (`program`)
-        self.prog: _Program | None = None
+        # the scalar program being run, if any (`program.run_program`)
+        self.prog: ScalarProgram | None = None
 
     # -- entry -----------------------------------------------------------------------------------
     def run(self, inputs: Sequence[Tensor], n_outputs: int) -> list[Tensor]:
@@ -182,7 +126,7 @@ class PrimFuncEncoder:
         """A buffer before any store: arbitrary contents (fresh per buffer and call)."""
         check_supported(buf.dtype, f"buffer {buf.name} of {self.pf.name}")
         sort = self.ctx.dom(buf.dtype).sort
-        name = f"tir_undef_{self.ctx.side}_{buf.name}_{next(_undef_counter)}"
+        name = fresh_undef_name(self.ctx.side, buf.name)
         return Tensor(buf.shape, buf.dtype, z3.Array(name, INDEX, sort))
 
     def fail(self, what: str) -> Unsupported:
@@ -228,18 +172,18 @@ class PrimFuncEncoder:
             for k, x in enumerate(s.stmts):
                 if isinstance(x, (T.Alloc, T.While)):
                     # a local allocation scopes the rest of the sequence: a scalar program
-                    self.program(T.Seq(s.stmts[k:]), loops)
+                    run_program(self, T.Seq(s.stmts[k:]), loops)
                     return
                 self.stmt(x, loops)
         elif isinstance(s, (T.Alloc, T.While)):
-            self.program(s, loops)
-        elif isinstance(s, T.For) and _needs_program(s.body):
+            run_program(self, s, loops)
+        elif isinstance(s, T.For) and needs_program(s.body):
             lo = self.static_int(s.min, "loop start")
             ext = self.expr(s.extent, self.range_env(loops))
             if not isinstance(ext, IX.Ix) or ext.const is None:
                 raise self.fail("loop of varying extent around a while loop or local buffer")
             if ext.const > 0:
-                self.program(s.body, loops + [Loop(s.var.id, lo, ext.const)])
+                run_program(self, s.body, loops + [Loop(s.var.id, lo, ext.const)])
         elif isinstance(s, T.For):
             lo = self.static_int(s.min, "loop start")
             ext = self.expr(s.extent, self.range_env(loops))
@@ -422,7 +366,6 @@ class PrimFuncEncoder:
         if store.buffer not in self.state:
             raise self.fail(f"store to unknown buffer {store.buffer}")
         buf = self.buffers[store.buffer]
-        old = self.state[store.buffer]
         by_var = {lp.var: lp for lp in loops}
         dims: list[Loop | int] = []
         for k, e in enumerate(store.indices):
@@ -700,310 +643,6 @@ class PrimFuncEncoder:
 
         return reduction.tir_reduce(self.ctx, op, buf.dtype, start, n, elem, step)
 
-    # -- scalar programs -------------------------------------------------------------------------
-    # IR-builder TIR (topi.searchsorted, LegalizeOps' bucketize) runs a small scalar program per
-    # iteration of a loop: one-element local buffers (`T.alloc_local`), a `while` loop over
-    # them, `if` statements, and a final store `out[v] = local[0]`. The program runs ONCE,
-    # symbolically: the loop variables are one live index `tir_iter!d` over the iteration space
-    # (registered like a lambda's index, so a UB condition that mentions it is closed over:
-    # "for some iteration", the rule every bulk write follows), local buffers are Python lists
-    # of their elements' current values, `if` runs both branches on copies under its guards and
-    # merges them with `choose`, and `while` is unrolled until a solver shows its condition
-    # false on every input (`WHILE_ROUNDS` at most). A store to another buffer must be at the
-    # iteration's own position (flat index = iteration number + a constant: `out[v]`, or
-    # `out[v // 3, v % 3]`): the buffer becomes `Lambda p. p in range ? value[t := p - c] : old`.
-    def program(self, body: T.Stmt, loops: list[Loop]) -> None:
-        """Run `body` once per iteration of `loops` as a scalar program (see above)."""
-        if any(lp.dyn is not None for lp in loops):
-            raise self.fail("while loop or local buffer under a loop of varying extent")
-        if self.prog is not None:
-            raise self.fail("nested scalar program")
-        n = math.prod(lp.extent for lp in loops)
-        if n <= 0:
-            return
-        with (live_index(n, "tir_iter") if n > 1 else nullcontext(None)) as live:
-            env: dict[str, Val] = {}
-            if live is not None:
-                digits = unravel(live, [lp.extent for lp in loops])
-                for lp, d in zip(loops, digits):
-                    env[lp.var] = IX.constant(lp.lo) if lp.extent == 1 else \
-                        IX.add(IX.Ix(d, 0, lp.extent - 1), IX.constant(lp.lo))
-            else:
-                for lp in loops:
-                    env[lp.var] = IX.constant(lp.lo)
-            self.bind_aliases(env)
-            prog = _Program(live, n, len(self.ctx.path))
-            self.prog = prog
-            try:
-                self.pstmt(body, env)
-                if set(prog.stores) & prog.loaded:
-                    name = self.buffers[sorted(set(prog.stores) & prog.loaded)[0]].name
-                    raise self.fail(f"loop that reads and writes {name} in its scalar program")
-                stores = dict(prog.stores)
-            finally:
-                self.prog = None
-        for buffer, (ix, value, where) in stores.items():
-            self.commit(buffer, ix, value, where, live, n)
-
-    def pstmt(self, s: T.Stmt, env: dict[str, Val]) -> None:
-        """Run statement `s` of the scalar program on `self.prog.locals` (`env` holds the
-        loop variables and the `T.let`s in scope; a `T.let` adds to it)."""
-        prog = self.prog
-        assert prog is not None
-        if isinstance(s, T.Seq):
-            for x in s.stmts:
-                self.pstmt(x, env)
-        elif isinstance(s, T.Alloc):
-            buf = s.buffer
-            size = math.prod(buf.shape)
-            if size > LOCAL_ELEMENTS:
-                raise self.fail(f"local buffer {buf.name} of {size} elements (at most "
-                                f"{LOCAL_ELEMENTS})")
-            check_supported(buf.dtype, f"buffer {buf.name} of {self.pf.name}")
-            self.buffers[buf.id] = buf
-            sort = self.ctx.dom(buf.dtype).sort
-            elems: list[Val] = []
-            for k in range(size):
-                name = f"tir_undef_{self.ctx.side}_{buf.name}_{k}_{next(_undef_counter)}"
-                # arbitrary, and per iteration: a fresh array read at the iteration
-                term = z3.Const(name, sort) if prog.live is None else \
-                    z3.Select(z3.Array(name, INDEX, sort), prog.live)
-                elems.append(Sc(term, buf.dtype))
-            prog.locals[buf.id] = elems
-        elif isinstance(s, T.Let):
-            env[s.var.id] = self.expr(s.value, env)
-        elif isinstance(s, T.Store):
-            if s.buffer in prog.locals:
-                self.local_store(s, env)
-            else:
-                self.program_store(s, env)
-        elif isinstance(s, T.IfStmt):
-            c = z3.simplify(self.truth(self.expr(s.cond, env)))
-            if z3.is_true(c):
-                self.pstmt(s.then_case, dict(env))
-                return
-            if z3.is_false(c):
-                if s.else_case is not None:
-                    self.pstmt(s.else_case, dict(env))
-                return
-            saved = prog.locals
-            prog.locals = _copy_locals(saved)
-            with self.guard(c):
-                self.pstmt(s.then_case, dict(env))
-            then_locals = prog.locals
-            prog.locals = _copy_locals(saved)
-            if s.else_case is not None:
-                with self.guard(z3.Not(c)):
-                    self.pstmt(s.else_case, dict(env))
-            prog.locals = self.merge_locals(c, then_locals, prog.locals, saved)
-        elif isinstance(s, T.While):
-            self.run_while(s, env)
-        elif isinstance(s, T.For):
-            lo = self.expr(s.min, env)
-            ext = self.expr(s.extent, env)
-            if not (isinstance(lo, IX.Ix) and isinstance(ext, IX.Ix)
-                    and lo.const is not None and ext.const is not None):
-                raise self.fail("loop of symbolic range in a scalar program")
-            if ext.const > PROGRAM_UNROLL:
-                raise self.fail(f"loop of {ext.const} iterations in a scalar program (at most "
-                                f"{PROGRAM_UNROLL} are unrolled)")
-            prog.loop_depth += 1
-            try:
-                for k in range(ext.const):
-                    self.pstmt(s.body, {**env, s.var.id: IX.constant(lo.const + k)})
-            finally:
-                prog.loop_depth -= 1
-        elif isinstance(s, T.Nop):
-            pass
-        else:
-            raise self.fail(f"statement {type(s).__name__} in a scalar program")
-
-    def run_while(self, s: T.While, env: dict[str, Val]) -> None:
-        """Unroll `while cond: body`: a round runs the body (on a copy of the locals, under
-        the condition) and keeps its result where the condition held. Before each round a
-        solver (the path and the iteration range as facts) asks whether the condition can
-        still hold; unsat means the loop has ended on every input. Not shown to end within
-        `WHILE_ROUNDS` rounds: `Unsupported`."""
-        prog = self.prog
-        assert prog is not None
-        prog.loop_depth += 1
-        try:
-            for rnd in range(WHILE_ROUNDS + 1):
-                c = z3.simplify(self.truth(self.expr(s.cond, env)))
-                if z3.is_false(c) or not self.may_hold(c):
-                    return
-                if rnd == WHILE_ROUNDS:
-                    raise Unsupported(f"while loop in PrimFunc {self.where} not shown to end "
-                                      f"within {WHILE_ROUNDS} iterations")
-                saved = prog.locals
-                prog.locals = _copy_locals(saved)
-                with self.guard(c):
-                    self.pstmt(s.body, dict(env))
-                prog.locals = self.merge_locals(c, prog.locals, saved, saved)
-        finally:
-            prog.loop_depth -= 1
-
-    def may_hold(self, c: z3.BoolRef) -> bool:
-        """Can `c` hold on the current path for some iteration (and inputs)? Unknown
-        (a timeout) counts as yes."""
-        prog = self.prog
-        assert prog is not None
-        facts = list(self.ctx.path)
-        if prog.live is not None:
-            facts.append(z3.ULT(prog.live, idx(prog.n)))
-        query = z3.And(*facts, c)
-        if prog.witness is not None and z3.is_true(prog.witness.eval(query, model_completion=True)):
-            return True   # the inputs that kept the loop going last round still do
-        solver = z3.Solver()
-        solver.set("timeout", WHILE_SOLVER_MS)
-        solver.add(query)
-        result = solver.check()
-        if result == z3.sat:
-            prog.witness = solver.model()
-        return result != z3.unsat
-
-    def merge_locals(self, c: z3.BoolRef, a: dict[str, list[Val]], b: dict[str, list[Val]],
-                     scope: dict[str, list[Val]]) -> dict[str, list[Val]]:
-        """The locals of `scope` (those allocated outside the branches): `a`'s values where
-        `c` holds, `b`'s elsewhere."""
-        out: dict[str, list[Val]] = {}
-        for buf in scope:
-            dtype = self.buffers[buf].dtype
-            out[buf] = [x if _same_val(x, y) else self.choose(c, x, y, dtype)
-                        for x, y in zip(a[buf], b[buf])]
-        return out
-
-    def case_split(self, ix: list[IX.Ix], shape: Sequence[int]) -> list[tuple[z3.BoolRef, list[int]]] | None:
-        """The in-bounds values a multi-index takes, each with the condition under which it
-        takes it (disjoint conditions), when every index is an if-then-else tree of at most
-        `CASE_SPLIT` constants (`_int_cases`); None otherwise or for constant indices."""
-        prog = self.prog
-        assert prog is not None
-        if all(v.const is not None for v in ix):
-            return None
-        combos: list[tuple[z3.BoolRef, list[int]]] = [(z3.BoolVal(True), [])]
-        for v, size in zip(ix, shape):
-            if v.const is not None:
-                cases: list[tuple[z3.BoolRef, int]] | None = [(z3.BoolVal(True), v.const)]
-            else:
-                cases = _int_cases(v.term, CASE_SPLIT, prog.cases)
-            if cases is None:
-                return None
-            cases = [(c, k) for c, k in cases if 0 <= k < size]
-            combos = [(_and(c0, c), ks + [k]) for c0, ks in combos for c, k in cases]
-            if len(combos) > CASE_SPLIT:
-                return None
-        return combos or None
-
-    def local_flat(self, e: T.Load | T.Store, env: dict[str, Val], what: str) -> tuple[IX.Ix, list[Val]]:
-        """The flat position of an access to a local buffer (out of bounds is UB, recorded)
-        and the buffer's current elements."""
-        prog = self.prog
-        assert prog is not None
-        buf = self.buffers[e.buffer]
-        if len(e.indices) != len(buf.shape):
-            raise self.fail(f"{what} {buf.name} with {len(e.indices)} indices")
-        ix, _ = self.indices(e.indices, buf.shape, env, f"{what} {buf.name}")
-        flat = IX.constant(0)
-        stride = 1
-        for v, size in reversed(list(zip(ix, buf.shape))):
-            flat = IX.add(flat, IX.mul(v, IX.constant(stride)))
-            stride *= size
-        return flat, prog.locals[e.buffer]
-
-    def local_load(self, e: T.Load, env: dict[str, Val]) -> Val:
-        flat, elems = self.local_flat(e, env, "load from")
-        dtype = self.buffers[e.buffer].dtype
-        lo, hi = max(flat.lo, 0), min(flat.hi, len(elems) - 1)
-        if hi < lo:
-            return elems[0]   # out of bounds on every path: UB (recorded)
-        result = elems[hi]
-        for k in range(hi - 1, lo - 1, -1):
-            result = self.choose(IX.eq(flat, IX.constant(k)), elems[k], result, dtype)
-        return result
-
-    def local_store(self, s: T.Store, env: dict[str, Val]) -> None:
-        buf = self.buffers[s.buffer]
-        value = self.expr(s.value, env)
-        if isinstance(value, IX.Ix) and is_int(buf.dtype):
-            bits, signed = INT_FORMATS[buf.dtype]
-            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-            if not lo <= value.lo <= value.hi <= hi:
-                value = Sc(self.scalar(value, buf.dtype), buf.dtype)
-        elif not (isinstance(value, Sc) and value.dtype == buf.dtype):
-            value = Sc(self.scalar(value, buf.dtype), buf.dtype)
-        flat, elems = self.local_flat(s, env, "store to")
-        for k in range(max(flat.lo, 0), min(flat.hi, len(elems) - 1) + 1):
-            elems[k] = value if flat.const is not None else \
-                self.choose(IX.eq(flat, IX.constant(k)), value, elems[k], buf.dtype)
-
-    def program_store(self, s: T.Store, env: dict[str, Val]) -> None:
-        """A store to a buffer other than the locals: recorded with its path condition (the
-        guards since the program began) and committed after the program (`commit`)."""
-        prog = self.prog
-        assert prog is not None
-        if s.buffer not in self.state:
-            raise self.fail(f"store to unknown buffer {s.buffer}")
-        buf = self.buffers[s.buffer]
-        if prog.loop_depth:
-            raise self.fail(f"store to {buf.name} inside a loop of a scalar program")
-        if s.buffer in prog.stores:
-            raise self.fail(f"two stores to {buf.name} in a scalar program")
-        if len(s.indices) != len(buf.shape):
-            raise self.fail(f"store to {buf.name} with {len(s.indices)} indices")
-        ix, in_bounds = self.indices(s.indices, buf.shape, env, f"store to {buf.name}")
-        where = z3.simplify(z3.And(*in_bounds)) if in_bounds else z3.BoolVal(True)
-        with self.guard(where):
-            value = self.scalar(self.expr(s.value, env), buf.dtype)
-        path = self.ctx.path[prog.base:]
-        where = z3.simplify(z3.And(*path, where)) if path else where
-        prog.stores[s.buffer] = (ix, value, where)
-
-    def commit(self, buffer: str, ix: list[IX.Ix], value: z3.ExprRef, where: z3.BoolRef,
-               live: z3.BitVecRef | None, n: int) -> None:
-        """Write the scalar program's store to `buffer` for every iteration at once."""
-        buf = self.buffers[buffer]
-        shape = buf.shape
-        flat = z3.simplify(ravel([v.term for v in ix], shape)) if shape else idx(0)
-        at0 = flat if live is None else z3.simplify(z3.substitute(flat, (live, idx(0))))
-        if not z3.is_bv_value(at0) or at0.as_long() >= 1 << (INDEX_BITS - 1):
-            raise self.fail(f"store to {buf.name} at a position that is not the loop's "
-                            f"iteration plus a constant")
-        c = at0.as_long()
-        if live is not None and not z3.eq(flat, z3.simplify(live + idx(c))):
-            solver = z3.Solver()
-            solver.set("timeout", WHILE_SOLVER_MS)
-            solver.add(z3.ULT(live, idx(n)), flat != live + idx(c))
-            if solver.check() != z3.unsat:
-                raise self.fail(f"store to {buf.name} at a position that is not the loop's "
-                                f"iteration plus a constant")
-        old_reader = self.readers[buffer]
-
-        def element(p_ix: list[IX.Ix]) -> z3.ExprRef:
-            p = ravel([v.term for v in p_ix], shape) if shape else idx(0)
-            if live is None:
-                hit = z3.simplify(z3.And(p == idx(c), where))
-                v, h = value, hit
-            else:
-                k = p - idx(c) if c else p
-                rng = [] if c == 0 and n >= math.prod(shape) else \
-                    [z3.ULE(idx(c), p), z3.ULT(p, idx(c + n))]
-                h = z3.simplify(z3.And(*rng, z3.substitute(where, (live, k))))
-                v = z3.substitute(value, (live, k))
-            if z3.is_true(h):
-                return v
-            if z3.is_false(h):
-                return old_reader(p_ix)
-            return z3.If(h, v, old_reader(p_ix))
-
-        def flat_elem(i: z3.BitVecRef) -> z3.ExprRef:
-            parts = unravel(i, shape) if shape else []
-            return element([IX.Ix(t, 0, size - 1) if size > 1 else IX.constant(0)
-                            for t, size in zip(parts, shape)])
-
-        self.state[buffer] = Tensor.from_flat(shape, buf.dtype, flat_elem)
-        self.readers[buffer] = element
-
     # -- expressions -----------------------------------------------------------------------------
     def scalar(self, v: Val, dtype: str) -> z3.ExprRef:
         """`v` as an element of `dtype`'s domain."""
@@ -1115,7 +754,7 @@ class PrimFuncEncoder:
     def load(self, e: T.Load, env: dict[str, Val]) -> Val:
         if self.prog is not None:
             if e.buffer in self.prog.locals:
-                return self.local_load(e, env)
+                return self.prog.local_load(e, env)
             self.prog.loaded.add(e.buffer)
         if e.buffer in self.acc_override:
             indices, value = self.acc_override[e.buffer]
@@ -1132,7 +771,7 @@ class PrimFuncEncoder:
         # Keyed by AST ids: the entry keeps those ASTs (and the reader) alive, since Z3 reuses
         # the id of a freed AST (a stale hit would read another element: unsound).
         reader = self.readers[e.buffer]
-        split = self.case_split(ix, t.shape) if self.prog is not None else None
+        split = self.prog.case_split(ix, t.shape) if self.prog is not None else None
         if split is not None:
             # an index that is one of a few constants (a binary search's `mid`): one read
             # per value, each where its case holds, so the terms compare the same elements
@@ -1364,133 +1003,6 @@ def _var_ids(e: T.Expr) -> set[str]:
             if dataclasses.is_dataclass(y):
                 out |= _var_ids(y)
     return out
-
-
-def _needs_program(s: T.Stmt) -> bool:
-    """Does a loop body allocate local buffers or run a while loop (a scalar program)?"""
-    if isinstance(s, (T.Alloc, T.While)):
-        return True
-    if isinstance(s, T.Seq):
-        return any(_needs_program(x) for x in s.stmts)
-    if isinstance(s, T.For):
-        return _needs_program(s.body)
-    if isinstance(s, T.IfStmt):
-        return _needs_program(s.then_case) or (
-            s.else_case is not None and _needs_program(s.else_case))
-    return False
-
-
-def _and(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
-    if z3.is_true(a):
-        return b
-    if z3.is_true(b):
-        return a
-    return z3.And(a, b)
-
-
-def _or(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
-    if z3.is_true(a) or z3.is_true(b):
-        return z3.BoolVal(True)
-    return z3.Or(a, b)
-
-
-def _signed(k: int, bits: int) -> int:
-    k &= (1 << bits) - 1
-    return k - (1 << bits) if k >> (bits - 1) else k
-
-
-def _bv_fold(term: z3.ExprRef) -> Callable[[list[int]], int | None] | None:
-    """Python's evaluation of bit-vector operation `term` on constant (signed) operands, as
-    an unsigned result of the term's width (None where z3 must evaluate)."""
-    kind = term.decl().kind()
-    bits = term.size()
-    m = (1 << bits) - 1
-    if kind == z3.Z3_OP_BADD:
-        return lambda a: sum(a) & m
-    if kind == z3.Z3_OP_BSUB:
-        return lambda a: (a[0] - a[1]) & m
-    if kind == z3.Z3_OP_BMUL:
-        return lambda a: math.prod(a) & m
-    if kind == z3.Z3_OP_BNEG:
-        return lambda a: (-a[0]) & m
-    if kind == z3.Z3_OP_BASHR:
-        return lambda a: (a[0] >> (a[1] & m)) & m if 0 <= (a[1] & m) < bits else None
-    if kind == z3.Z3_OP_SIGN_EXT:
-        return lambda a: a[0] & m
-    if kind == z3.Z3_OP_ZERO_EXT:
-        src = term.arg(0).size()
-        return lambda a: a[0] & ((1 << src) - 1)
-    if kind == z3.Z3_OP_EXTRACT:
-        hi, lo = term.params()
-        return lambda a: (a[0] >> lo) & ((1 << (hi - lo + 1)) - 1)
-    return None
-
-
-def _int_cases(term: z3.ExprRef, limit: int,
-               memo: dict[int, tuple[z3.ExprRef, list | None]]) -> list[tuple[z3.BoolRef, int]] | None:
-    """The values of bit-vector `term` (signed) with the conditions under which it takes
-    them (disjoint, covering), when `term` is built of if-then-else over conditions and
-    bit-vector operations on terms of this kind, with at most `limit` values anywhere;
-    None otherwise. Each operation is evaluated on its operands' constants (z3.simplify)."""
-    hit = memo.get(term.get_id())
-    if hit is not None:
-        return hit[1]
-    result: list[tuple[z3.BoolRef, int]] | None = None
-    if z3.is_bv_value(term):
-        v = term.as_long()
-        bits = term.size()
-        result = [(z3.BoolVal(True), v - (1 << bits) if v >> (bits - 1) else v)]
-    elif z3.is_app_of(term, z3.Z3_OP_ITE):
-        c = term.arg(0)
-        a = _int_cases(term.arg(1), limit, memo)
-        b = _int_cases(term.arg(2), limit, memo) if a is not None else None
-        if a is not None and b is not None:
-            merged: dict[int, z3.BoolRef] = {}
-            for cond, k in [(_and(c, ca), k) for ca, k in a] + \
-                    [(_and(z3.Not(c), cb), k) for cb, k in b]:
-                merged[k] = _or(merged[k], cond) if k in merged else cond
-            result = [(cond, k) for k, cond in merged.items()] if len(merged) <= limit else None
-    elif z3.is_bv(term) and z3.is_app(term) and term.num_args() > 0 and \
-            term.decl().kind() != z3.Z3_OP_UNINTERPRETED and \
-            all(z3.is_bv(term.arg(j)) for j in range(term.num_args())):
-        args = [_int_cases(term.arg(j), limit, memo) for j in range(term.num_args())]
-        if all(a is not None for a in args) and math.prod(len(a) for a in args) <= CASE_PRODUCT:  # type: ignore[arg-type]
-            decl = term.decl()
-            merged = {}
-            ok = True
-            fold = _bv_fold(term)
-            for combo in itertools.product(*args):   # type: ignore[arg-type]
-                k = fold([kj for _, kj in combo]) if fold is not None else None
-                if k is None:
-                    vals = [z3.BitVecVal(kj, term.arg(j).size()) for j, (_, kj) in enumerate(combo)]
-                    v = z3.simplify(decl(*vals))
-                    if not z3.is_bv_value(v):
-                        ok = False
-                        break
-                    k = v.as_long()
-                k = _signed(k, term.size())
-                cond: z3.BoolRef = z3.BoolVal(True)
-                for cj, _ in combo:
-                    cond = _and(cond, cj)
-                merged[k] = _or(merged[k], cond) if k in merged else cond
-                if len(merged) > limit:
-                    ok = False
-                    break
-            result = [(cond, k) for k, cond in merged.items()] if ok else None
-    memo[term.get_id()] = (term, result)
-    return result
-
-
-def _copy_locals(locals_: dict[str, list[Val]]) -> dict[str, list[Val]]:
-    return {k: list(v) for k, v in locals_.items()}
-
-
-def _same_val(a: Val, b: Val) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, IX.Ix) and isinstance(b, IX.Ix):
-        return a.lo == b.lo and a.hi == b.hi and z3.eq(a.term, b.term)
-    return isinstance(a, Sc) and isinstance(b, Sc) and a.dtype == b.dtype and z3.eq(a.term, b.term)
 
 
 def _subst(e: T.Expr, m: dict[str, T.Expr]) -> T.Expr:

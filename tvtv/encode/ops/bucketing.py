@@ -13,8 +13,7 @@ import z3
 
 from tvtv.absfp.dtypes import is_float, is_int
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import checked_result, tensor_arg
-from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND
+from tvtv.encode.ops.common import add_ub_for_some, checked_result, tensor_arg
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx
 from tvtv.errors import Unsupported
@@ -35,17 +34,9 @@ def _flag(call: OpCall, name: str) -> bool:
 def _add_unsorted_ub(ctx: EncodeContext, b: Tensor) -> None:
     """UB unless boundaries[k] < boundaries[k+1] for every k (the docstring's "strictly
     increasing, or the return value is undefined"; a NaN boundary is never ordered)."""
-    n = b.numel
-    if n < 2:
-        return
     dom = ctx.dom(b.dtype)
-    if n - 1 <= TAKE_UB_EXPAND:
-        bad = z3.Or(*[z3.Not(dom.lt(b.at(k), b.at(k + 1))) for k in range(n - 1)])
-    else:
-        k = z3.BitVec("bucketize_k", 32)
-        bad = z3.Exists([k], z3.And(z3.ULT(k, idx(n - 1)),
-                                    z3.Not(dom.lt(b.at(k), b.at(k + idx(1))))))
-    ctx.add_ub(bad, "bucketize with boundaries that are not strictly increasing")
+    add_ub_for_some(ctx, b.numel - 1, lambda k: z3.Not(dom.lt(b.at(k), b.at(k + idx(1)))),
+                    "bucketize with boundaries that are not strictly increasing", "bucketize_k")
 
 
 @register("relax.bucketize")

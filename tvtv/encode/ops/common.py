@@ -1,12 +1,13 @@
 """Helpers shared by op encoders."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS
-from tvtv.encode.tensor import Tensor
+from tvtv.encode.context import EncodeContext
+from tvtv.encode.tensor import Tensor, idx
 from tvtv.encode.values import PrimScalar, Value, as_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir.program import OpCall, TensorType
@@ -50,3 +51,22 @@ def concrete(v: Value, what: str) -> Any:
 
 def norm_axis(axis: int, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
+
+
+# Up to this many positions, "UB at some position" is a disjunction over them; above, an
+# existential quantifier over a 32-bit position (size-independent).
+UB_EXPAND = 256
+
+
+def add_ub_for_some(ctx: EncodeContext, count: int, bad_at: Callable[[z3.BitVecRef], z3.BoolRef],
+                    reason: str, name: str) -> None:
+    """UB when `bad_at(k)` holds for some position k in [0, count) (`name` names the
+    quantified k)."""
+    if count <= 0:
+        return
+    if count <= UB_EXPAND:
+        bad = z3.Or(*[bad_at(idx(k)) for k in range(count)])
+    else:
+        k = z3.BitVec(name, 32)
+        bad = z3.Exists([k], z3.And(z3.ULT(k, idx(count)), bad_at(k)))
+    ctx.add_ub(bad, reason)

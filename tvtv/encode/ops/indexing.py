@@ -4,7 +4,7 @@ scatter_nd.
 Index elements are read as 65-bit signed bit-vectors (exact for every integer dtype, see
 `common.index_value`); an index outside its axis is undefined behaviour, recorded
 with `ctx.add_ub` as for `take` in mode "fast": a disjunction over the index elements up to
-`TAKE_UB_EXPAND` of them, an existential quantifier over the flat index above.
+`UB_EXPAND` of them, an existential quantifier over the flat index above.
 
 Measured on apache-tvm 0.27 (LLVM VM, `tests/test_ops_indexing.py`):
   * negative indices: the legalizations of gather_elements (`topi.gather`) and gather_nd
@@ -37,8 +37,8 @@ import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import index_value, tensor_arg
-from tvtv.encode.ops.manipulate import TAKE_UB_EXPAND, literal_axis, checked_type
+from tvtv.encode.ops.common import UB_EXPAND, add_ub_for_some, index_value, tensor_arg
+from tvtv.encode.ops.manipulate import literal_axis, checked_type
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx, ravel
 from tvtv.errors import Unsupported
@@ -67,14 +67,7 @@ def _index_dtype_check(ind: Tensor, op: str) -> None:
 def add_index_ub(ctx: EncodeContext, ind: Tensor, bad_at: Callable[[Index], z3.BoolRef],
                   reason: str, name: str) -> None:
     """UB when `bad_at(k)` holds for some flat index element k (expanded or quantified)."""
-    if ind.numel == 0:
-        return
-    if ind.numel <= TAKE_UB_EXPAND:
-        bad = z3.Or(*[bad_at(idx(k)) for k in range(ind.numel)])
-    else:
-        k = z3.BitVec(name, 32)
-        bad = z3.Exists([k], z3.And(z3.ULT(k, idx(ind.numel)), bad_at(k)))
-    ctx.add_ub(bad, reason)
+    add_ub_for_some(ctx, ind.numel, bad_at, reason, name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -134,16 +127,10 @@ def encode_gather_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     bounds = [x.shape[b + k] for k in range(m)]
 
     if m > 0 and math.prod(shape) > 0:
-        if ind.numel <= TAKE_UB_EXPAND:
-            bad = z3.Or(*[z3.Not(_in_range(index_value(ind.at(j), ind.dtype, op), bounds[j % m]))
-                          for j in range(ind.numel)])
-        else:
-            # quantify over the index tuple; its m coordinates are expanded (m <= rank)
-            p = z3.BitVec("gather_nd_p", 32)
-            bad = z3.Exists([p], z3.And(z3.ULT(p, idx(ind.numel // m)), z3.Or(*[
-                z3.Not(_in_range(index_value(ind.at(p * idx(m) + idx(k)), ind.dtype, op), bounds[k]))
-                for k in range(m)])))
-        ctx.add_ub(bad, f"gather_nd with an index outside {bounds}")
+        # over the index tuples; each tuple's m coordinates are expanded (m <= rank)
+        add_ub_for_some(ctx, ind.numel // m, lambda p: z3.Or(*[
+            z3.Not(_in_range(index_value(ind.at(p * idx(m) + idx(k)), ind.dtype, op), bounds[k]))
+            for k in range(m)]), f"gather_nd with an index outside {bounds}", "gather_nd_p")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         head, rest = ix[:len(lead)], ix[len(lead):]
@@ -211,7 +198,7 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         # two indices of one line (equal off the axis) writing the same element: UB
         stride = math.prod(ind.shape[a + 1:])
         pairs = ind.numel * (K - 1) // 2
-        if pairs <= TAKE_UB_EXPAND:
+        if pairs <= UB_EXPAND:
             bad = z3.Or(*[target(idx(j)) == target(idx(j + d * stride))
                           for j in range(ind.numel) for d in range(1, K - (j // stride) % K)])
         else:
@@ -305,7 +292,7 @@ def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     if reduction == "update" and P > 1:
         def same(t: Index, t2: Index) -> z3.BoolRef:
             return z3.And(*[coord(t, k) == coord(t2, k) for k in range(m)])
-        if P * (P - 1) // 2 <= TAKE_UB_EXPAND:
+        if P * (P - 1) // 2 <= UB_EXPAND:
             bad = z3.Or(*[same(idx(t), idx(t2)) for t in range(P) for t2 in range(t + 1, P)])
         else:
             t, t2 = z3.BitVec("scatter_nd_t", 32), z3.BitVec("scatter_nd_t2", 32)

@@ -15,15 +15,11 @@ import z3
 from tvtv.absfp.dtypes import INT_FORMATS, is_float
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import checked_result, index_value, tensor_arg
+from tvtv.encode.ops.common import add_ub_for_some, checked_result, index_value, tensor_arg
 from tvtv.encode.registry import register
-from tvtv.encode.tensor import INDEX_BITS, Tensor, elementwise, idx
+from tvtv.encode.tensor import INDEX_BITS, Tensor, elementwise
 from tvtv.errors import Unsupported
 from tvtv.ir.program import OpCall, TupleType
-
-# Up to this many targets the UB condition (a target outside [0, C) that is not
-# ignore_index) is a disjunction over them; above, an existential over the flat index.
-UB_EXPAND = 256
 
 
 def _float_data(call: OpCall, t: Tensor, what: str) -> None:
@@ -95,12 +91,8 @@ def encode_nll_loss(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     def bad_at(k: z3.BitVecRef) -> z3.BoolRef:
         t = index_value(tgt.at(k), tgt.dtype, call.op)
         return z3.And(z3.Not(ignored(t)), z3.Or(t < zero65, t >= wide_c))
-    if tgt.numel <= UB_EXPAND:
-        bad = z3.Or(*[bad_at(idx(k)) for k in range(tgt.numel)]) if tgt.numel else z3.BoolVal(False)
-    else:
-        k = z3.BitVec("nll_loss_k", INDEX_BITS)
-        bad = z3.Exists([k], z3.And(z3.ULT(k, idx(tgt.numel)), bad_at(k)))
-    ctx.add_ub(bad, f"nll_loss with a target outside [0, {C}) other than ignore_index {ignore}")
+    add_ub_for_some(ctx, tgt.numel, bad_at, f"nll_loss with a target outside [0, {C}) other "
+                    f"than ignore_index {ignore}", "nll_loss_k")
 
     def weight_of(t: z3.BitVecRef) -> z3.ExprRef:
         return w.at(position(t)) if w is not None else dom.const(1.0)

@@ -26,7 +26,7 @@ import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import index_value, norm_axis, out_type, tensor_arg
+from tvtv.encode.ops.common import add_ub_for_some, index_value, norm_axis, out_type, tensor_arg
 from tvtv.encode.reduction import reduce_sum
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import INDEX_BITS, Tensor, broadcast_index, idx, unravel
@@ -35,11 +35,6 @@ from tvtv.errors import Unsupported
 from tvtv.ir.program import OpCall, TensorType, TupleType
 
 Index = z3.BitVecRef
-
-# Up to this many index elements, the UB condition of `take` (mode "fast") is a disjunction
-# over them; above, an existential quantifier over the flat index (size-independent).
-TAKE_UB_EXPAND = 256
-
 
 # ------------------------------------------------------------------------------------------------
 # helpers
@@ -471,12 +466,8 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         # (there is nothing to wrap or clip to; TVM's type inference allows it).
         def bad_at(k: Index) -> z3.BoolRef:
             return z3.Not(in_range(index_value(ind.at(k), ind.dtype, "take")))
-        if ind.numel <= TAKE_UB_EXPAND:
-            bad = z3.Or(*[bad_at(idx(k)) for k in range(ind.numel)]) if ind.numel else z3.BoolVal(False)
-        else:
-            k = z3.BitVec("take_k", 32)
-            bad = z3.Exists([k], z3.And(z3.ULT(k, idx(ind.numel)), bad_at(k)))
-        ctx.add_ub(bad, f"take (mode={mode}) with an index outside [0, {n})")
+        add_ub_for_some(ctx, ind.numel, bad_at, f"take (mode={mode}) with an index outside "
+                        f"[0, {n})", "take_k")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         raw = ind.at_multi(ix[a:a + ind.ndim])

@@ -15,5 +15,6 @@ from tvtv.encode.ops import (  # noqa: F401
     pooling,
     quantization,
     rearrange,
+    sorting,
     statistical,
 )

@@ -15,6 +15,8 @@ from tvtv.encode.ops import (  # noqa: F401
     pooling,
     quantization,
     rearrange,
+    sampling,
     sorting,
     statistical,
+    window,
 )

@@ -519,6 +519,47 @@ def _hand() -> dict[str, list[Case]]:
         # one input: typed as a 1-tuple, legalized to return the bare tensor
         _fn("relax.meshgrid", [((5,), F32)],
             lambda t: O.meshgrid(t, indexing="ij"), {"indexing": "ij"}, tuple_in=True)]
+    # sort, argsort and topk have no legalization (their rows say "not lowered"); median's is
+    # topi.argsort, a call_packed tvtv cannot read
+    h["relax.sort"] = [
+        _fn("relax.sort", [((2, 3), F32)], lambda x: O.sort(x), {}),
+        _fn("relax.sort", [((4, 2), F16)], lambda x: O.sort(x, axis=0, descending=True),
+            {"axis": 0, "descending": True}),
+        _fn("relax.sort", [((5,), I32)], lambda x: O.sort(x, descending=True), {"descending": True})]
+    h["relax.argsort"] = [
+        _fn("relax.argsort", [((2, 3), F32)], lambda x: O.argsort(x), {}),
+        _fn("relax.argsort", [((4, 2), F32)], lambda x: O.argsort(x, axis=0, descending=True,
+                                                                   dtype="int64"),
+            {"axis": 0, "descending": True, "dtype": "int64"}),
+        _fn("relax.argsort", [((5,), I32)], lambda x: O.argsort(x), {})]
+    h["relax.topk"] = [
+        _fn("relax.topk", [((2, 4), F32)], lambda x: O.topk(x, k=2), {"k": 2}),
+        _fn("relax.topk", [((5, 2), F16)], lambda x: O.topk(x, k=3, axis=0, ret_type="values",
+                                                             largest=False),
+            {"k": 3, "axis": 0, "ret_type": "values", "largest": False}),
+        _fn("relax.topk", [((6,), I32)], lambda x: O.topk(x, k=2, ret_type="indices", dtype="int64"),
+            {"k": 2, "ret_type": "indices", "dtype": "int64"})]
+    h["relax.median"] = [
+        _fn("relax.median", [((2, 3), F32)], lambda x: O.median(x, axis=1), {"axis": 1}),
+        _fn("relax.median", [((4, 2), F32)], lambda x: O.median(x, axis=0, keepdims=True),
+            {"axis": 0, "keepdims": True}),
+        _fn("relax.median", [((5,), I32)], lambda x: O.median(x), {})]
+    h["relax.hamming_window"] = [
+        _fn("relax.hamming_window", [], lambda: O.hamming_window(6, False, 0.54, 0.46, F32),
+            {"window_size": 6, "periodic": False}),
+        _fn("relax.hamming_window", [], lambda: O.hamming_window(5, True, 0.54, 0.46, F16),
+            {"window_size": 5, "periodic": True, "dtype": F16}),
+        # finding: the angle is rounded twice, one ulp off at n = 5 (M = 7)
+        _fn("relax.hamming_window", [], lambda: O.hamming_window(7, False, 0.54, 0.46, F32),
+            {"window_size": 7, "periodic": False})]
+    # no legalization: the rows say "not lowered" (DispatchSampling lowers it at build time)
+    h["relax.multinomial_from_uniform"] = [
+        _fn("relax.multinomial_from_uniform", [((2, 3), F32), ((4, 1), F32), ((4, 1), "int64")],
+            lambda p, u, i: O.multinomial_from_uniform(p, u, i), {}),
+        _fn("relax.multinomial_from_uniform", [((1, 4), F16), ((2, 1), F16), ((2, 1), I32)],
+            lambda p, u, i: O.multinomial_from_uniform(p, u, i, "int32"), {"dtype": I32}),
+        _fn("relax.multinomial_from_uniform", [((3, 5), F32), ((3, 1), F32), ((3, 1), "int64")],
+            lambda p, u, i: O.multinomial_from_uniform(p, u, i), {})]
     return h
 
 

@@ -116,6 +116,27 @@ def test_rejected_calls_are_recorded_not_raised():
     assert got.verdict == "rejected" and got.detail.startswith("TVM rejects: "), got.row()
 
 
+def test_an_op_without_legalization_says_not_lowered():
+    """sort has no legalization: its row checks an unchanged module and says so; a lowered
+    op's row does not."""
+    (sort,) = cases.cases_for("relax.sort")[:1]
+    got = table.check_case(sort, [], timeout=10.0)
+    assert got.verdict == "proved" and got.detail.startswith("not lowered"), got.row()
+    (add,) = cases.cases_for("relax.add")[:1]
+    got = table.check_case(add, [], timeout=10.0)
+    assert got.verdict == "proved" and "not lowered" not in got.detail, got.row()
+
+
+def test_an_unlowered_or_unknown_op_shows_its_explanation_and_a_proved_op_none():
+    rows = {"relax.sort": [table.Outcome("sort (2,3)f32", "proved", 0.0, "not lowered: x")],
+            "relax.atan2": [table.Outcome("atan2 (2,3)f32", "proved", 0.0, "")]}
+    text = table.render(sorted(rows), [(table.PLAIN_TITLE, [], [o for v in rows.values() for o in v])],
+                        1.0, "")
+    line = {ln.split(" | ")[0][2:]: ln for ln in text.splitlines() if ln.startswith("| relax.")}
+    assert table.MEANINGS["relax.sort"] in line["relax.sort"]
+    assert "relax.atan2" in table.MEANINGS and table.MEANINGS["relax.atan2"] not in line["relax.atan2"]
+
+
 def _dies_on_the_second_case(args):
     """A worker task that kills its process on case 1 (as the OOM killer did on a Z3 query
     of nn.layer_norm (4)f16) and checks the other cases as the bench does."""

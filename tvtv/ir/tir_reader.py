@@ -117,7 +117,13 @@ class _TIRReader:
         if kind == "Evaluate":
             if type(s.value).__name__ in ("IntImm",):
                 return T.Nop()
-            raise self.fail(f"statement T.evaluate({s.value})")
+            op = getattr(getattr(s.value, "op", None), "name", "")
+            if op.endswith("call_packed") and s.value.args and \
+                    type(s.value.args[0]).__name__ == "StringImm":
+                # topi's extern kernels (tvm.contrib.sort.*): compiled C++, not TIR
+                raise self.fail(f"call_packed of the external function {s.value.args[0].value}")
+            text = str(s.value)
+            raise self.fail(f"statement T.evaluate({text[:160]}{'...' if len(text) > 160 else ''})")
         raise self.fail(f"statement {kind}")
 
     def block(self, realize: Any) -> T.Block:

@@ -6,6 +6,7 @@ from tvtv.encode.ops import (  # noqa: F401
     convolution,
     creation,
     elementwise,
+    gradients,
     image,
     indexing,
     linalg,

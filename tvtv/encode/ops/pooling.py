@@ -138,8 +138,7 @@ def _avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
     include_pad = bool(call.attrs.get("count_include_pad", False))
     dom = ctx.dom(win.dtype)
     zero = dom.const(0.0 if is_float(win.dtype) else 0)
-    per_dim = win.counts(include_pad)
-    possible = sorted({math.prod(c) for c in _product(per_dim)})
+    possible = possible_counts(win, include_pad)
     if 0 in possible and not is_float(win.dtype):
         # no integer is the mean of nothing (floats: NaN, as 0/0 and numpy's empty mean)
         raise Unsupported(f"{call.op} on {win.dtype} tensors with a window of only padding")
@@ -155,15 +154,27 @@ def _avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
             return z3.If(z3.And(*conds), v, zero) if conds else v
 
         total = reduce_sum(ctx, win.dtype, win.n, term)
-        if len(possible) == 1:
-            return _average(ctx, win.dtype, total, possible[0])
-        count = _count_term(win, sp, include_pad)
-        result = _average(ctx, win.dtype, total, possible[-1])
-        for cnt in reversed(possible[:-1]):
-            result = z3.If(count == idx(cnt), _average(ctx, win.dtype, total, cnt), result)
-        return result
+        return divide_by_count(ctx, win, total, sp, include_pad, possible)
 
     return canonical_tensor(win.shape, win.out_layout, win.canon, win.dtype, element)
+
+
+def possible_counts(win: Window, include_pad: bool) -> list[int]:
+    """The divisors avg_pool's windows can have (their numbers of counted taps), sorted."""
+    return sorted({math.prod(c) for c in _product(win.counts(include_pad))})
+
+
+def divide_by_count(ctx: EncodeContext, win: Window, total: z3.ExprRef, sp: list[z3.BitVecRef],
+                    include_pad: bool, possible: list[int]) -> z3.ExprRef:
+    """total / the number of counted taps of output position sp (one of `possible`): an
+    If over the possible counts, each a division by a constant (`_average`)."""
+    if len(possible) == 1:
+        return _average(ctx, win.dtype, total, possible[0])
+    count = _count_term(win, sp, include_pad)
+    result = _average(ctx, win.dtype, total, possible[-1])
+    for cnt in reversed(possible[:-1]):
+        result = z3.If(count == idx(cnt), _average(ctx, win.dtype, total, cnt), result)
+    return result
 
 
 def _product(lists: list[list[int]]) -> list[tuple[int, ...]]:

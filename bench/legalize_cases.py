@@ -560,6 +560,53 @@ def _hand() -> dict[str, list[Case]]:
             lambda p, u, i: O.multinomial_from_uniform(p, u, i, "int32"), {"dtype": I32}),
         _fn("relax.multinomial_from_uniform", [((3, 5), F32), ((3, 1), F32), ((3, 1), "int64")],
             lambda p, u, i: O.multinomial_from_uniform(p, u, i), {})]
+    G = O.grad
+    for name in ("no_grad", "start_checkpoint", "end_checkpoint"):
+        fn = getattr(G, name)
+        h[f"relax.grad.{name}"] = [_fn(f"relax.grad.{name}", [((2, 3), F32)], fn),
+                                   _fn(f"relax.grad.{name}", [((4,), F16)], fn),
+                                   _fn(f"relax.grad.{name}", [((2, 2), I32)], fn)]
+    h["relax.grad.take_backward"] = [
+        _fn("relax.grad.take_backward", [((3,), F32), ((4,), F32), ((3,), I32)],
+            lambda g, x, i: G.take_backward(g, x, i), {}),
+        _fn("relax.grad.take_backward", [((3, 2), I32), ((4, 2), I32), ((3,), "int64")],
+            lambda g, x, i: G.take_backward(g, x, i, axis=0), {"axis": 0}),
+        # finding: a negative axis is used unnormalized (out-of-bounds stores)
+        _fn("relax.grad.take_backward", [((2, 3), F32), ((2, 2), F32), ((3,), I32)],
+            lambda g, x, i: G.take_backward(g, x, i, axis=-1), {"axis": -1})]
+    h["relax.grad.nll_loss_backward"] = [
+        _fn("relax.grad.nll_loss_backward", [((), F32), ((2, 3), F32), ((2,), "int64"), ((3,), F32)],
+            lambda g, p, t, w: G.nll_loss_backward(g, p, t, w, reduction="sum", ignore_index=0),
+            {"reduction": "sum", "ignore_index": 0}),
+        _fn("relax.grad.nll_loss_backward", [((2,), F32), ((2, 3), F32), ((2,), "int64")],
+            lambda g, p, t: G.nll_loss_backward(g, p, t, reduction="none", ignore_index=1),
+            {"reduction": "none", "ignore_index": 1}),
+        # the default ignore_index -100 reads weights[-100] for an ignored target
+        _fn("relax.grad.nll_loss_backward", [((), F32), ((3, 4), F32), ((3,), "int64"), ((4,), F32)],
+            lambda g, p, t, w: G.nll_loss_backward(g, p, t, w), {"reduction": "mean"})]
+    h["relax.grad.max_pool2d_backward"] = [
+        _fn("relax.grad.max_pool2d_backward", [((1, 1, 2, 2), F32), ((1, 1, 4, 4), F32)],
+            lambda g, x: G.max_pool2d_backward(g, x, (2, 2), (2, 2)),
+            {"pool_size": [2, 2], "strides": [2, 2]}),
+        _fn("relax.grad.max_pool2d_backward", [((1, 1, 2, 3), F16), ((1, 1, 3, 5), F16)],
+            lambda g, x: G.max_pool2d_backward(g, x, (1, 2), (2, 2), (0, 0, 0, 1)),
+            {"pool_size": [1, 2], "strides": [2, 2], "padding": [0, 0, 0, 1]}),
+        # overlapping windows: pool_grad reads its argmax buffer out of bounds
+        _fn("relax.grad.max_pool2d_backward", [((1, 1, 1, 2), F32), ((1, 1, 1, 3), F32)],
+            lambda g, x: G.max_pool2d_backward(g, x, (1, 2), (1, 1)),
+            {"pool_size": [1, 2], "strides": [1, 1]})]
+    h["relax.grad.avg_pool2d_backward"] = [
+        _fn("relax.grad.avg_pool2d_backward", [((1, 1, 2, 2), F32), ((1, 1, 4, 4), F32)],
+            lambda g, x: G.avg_pool2d_backward(g, x, (2, 2), (2, 2)),
+            {"pool_size": [2, 2], "strides": [2, 2]}),
+        _fn("relax.grad.avg_pool2d_backward", [((1, 1, 3, 3), F32), ((1, 1, 3, 3), F32)],
+            lambda g, x: G.avg_pool2d_backward(g, x, (2, 2), (1, 1), (1, 1, 0, 0),
+                                               count_include_pad=True),
+            {"pool_size": [2, 2], "strides": [1, 1], "padding": [1, 1, 0, 0],
+             "count_include_pad": True}),
+        _fn("relax.grad.avg_pool2d_backward", [((1, 2, 2, 2), F16), ((1, 2, 3, 3), F16)],
+            lambda g, x: G.avg_pool2d_backward(g, x, (2, 2), (2, 2), ceil_mode=True),
+            {"pool_size": [2, 2], "strides": [2, 2], "ceil_mode": True})]
     return h
 
 

@@ -164,6 +164,20 @@ MEANINGS: dict[str, str] = {
                                        "(relax.build's DispatchSampling lowers it to cumsum and "
                                        "a kernel with symbolic buffer shapes, which tvtv cannot "
                                        "read yet), so the rows check an unchanged module"),
+    "relax.grad.take_backward": ("axis=-1: the legalization uses the negative axis "
+                                 "unnormalized (`i < axis` in its loop bounds) and stores out "
+                                 "of bounds (UB in the target; the VM returns garbage: "
+                                 "docs/findings.md)"),
+    "relax.grad.nll_loss_backward": ("an ignored target's class gets 0 * -1.0 * q, -0.0 where "
+                                     "PyTorch leaves +0.0 (proved under no-signed-zeros); with "
+                                     "the default ignore_index -100 an ignored target reads "
+                                     "weights[-100] out of bounds (UB in the target)"),
+    "relax.grad.max_pool2d_backward": ("topi's pool_grad picks its argmax from (-FLT_MAX, -1) "
+                                       "and never keeps a NaN: a NaN window routes its gradient "
+                                       "to a later tap, an all -inf or -FLT_MAX (float16: "
+                                       "-65504) window nowhere, where PyTorch picks the NaN or "
+                                       "the first tap (also under the assumptions); overlapping "
+                                       "windows read its argmax buffer out of bounds (UB)"),
     "relax.meshgrid": ("one input: TVM types the result as a 1-tuple, LegalizeOps returns the "
                        "bare tensor (the result's nesting changes; confirmed by TVM's return "
                        "types). The unknown row: for \"xy\" TVM infers the \"ij\" shape while "

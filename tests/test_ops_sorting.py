@@ -606,7 +606,7 @@ def ty_of(shape: tuple[int, ...], dtype: str) -> P.TensorType:
     ("relax.sort", np.zeros(3, f32), ty_of((3,), "float32"), {"axis": 1, "descending": False}, "axis"),
     ("relax.sort", np.zeros(3, f32), ty_of((3,), "float32"), {"axis": -1, "descending": 1}, "descending"),
     ("relax.argsort", np.zeros(3, f32), ty_of((3,), "float32"),
-     {"axis": -1, "descending": False, "dtype": "float32"}, "index dtype"),
+     {"axis": -1, "descending": False, "dtype": "float32"}, "index result dtype"),
     ("relax.argsort", np.zeros(3, f32), ty_of((3,), "int64"),
      {"axis": -1, "descending": False, "dtype": "int32"}, "result type"),
     ("relax.topk", np.zeros(3, f32), ty_of((1,), "float32"),

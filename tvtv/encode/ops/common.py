@@ -70,3 +70,14 @@ def add_ub_for_some(ctx: EncodeContext, count: int, bad_at: Callable[[z3.BitVecR
         k = z3.BitVec(name, 32)
         bad = z3.Exists([k], z3.And(z3.ULT(k, idx(count)), bad_at(k)))
     ctx.add_ub(bad, reason)
+
+
+def index_result_dtype(call: OpCall, dtype: Any, n: int) -> str:
+    """`dtype` as the dtype of a result holding positions 0..n-1 (argsort's, topk's and
+    multinomial's indices): Unsupported unless it is an integer type that holds n - 1."""
+    if dtype not in INT_FORMATS:
+        raise Unsupported(f"{call.op}: index result dtype {dtype!r} (integer dtypes only)")
+    bits, signed = INT_FORMATS[dtype]
+    if n - 1 >= 1 << (bits - 1 if signed else bits):
+        raise Unsupported(f"{call.op}: {n} positions do not fit index result dtype {dtype}")
+    return str(dtype)

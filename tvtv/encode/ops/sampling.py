@@ -22,7 +22,8 @@ import z3
 
 from tvtv.absfp.dtypes import INT_FORMATS, is_float
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import add_ub_for_some, checked_result, index_value, tensor_arg
+from tvtv.encode.ops.common import (add_ub_for_some, checked_result, index_result_dtype,
+                                    index_value, tensor_arg)
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor
 from tvtv.errors import Unsupported
@@ -46,16 +47,6 @@ def _check_shapes(call: OpCall, prob: Tensor, u: Tensor, s: Tensor) -> None:
         raise Unsupported(f"{call.op}: sample_indices {s.shape} {s.dtype} (needs {u.shape} int)")
     if prob.shape[1] == 0 or prob.shape[1] > VOCAB_BOUND:
         raise Unsupported(f"{call.op}: vocab_size {prob.shape[1]} (limit {VOCAB_BOUND}, at least 1)")
-
-
-def _out_dtype(call: OpCall, vocab: int) -> str:
-    od = str(call.attrs.get("dtype", "int64"))
-    if od not in INT_FORMATS:
-        raise Unsupported(f"{call.op}: result dtype {od} (integer dtypes only)")
-    bits, signed = INT_FORMATS[od]
-    if vocab - 1 >= 1 << (bits - 1 if signed else bits):
-        raise Unsupported(f"{call.op}: vocab_size {vocab} does not fit {od}")
-    return od
 
 
 def _in_unit(dom: object, v: Term) -> z3.BoolRef:
@@ -107,7 +98,7 @@ def encode_multinomial_from_uniform(ctx: EncodeContext, call: OpCall, args: list
     prob, u, s = (tensor_arg(args, k, call) for k in range(3))
     _check_shapes(call, prob, u, s)
     batch, vocab = prob.shape
-    od = _out_dtype(call, vocab)
+    od = index_result_dtype(call, str(call.attrs.get("dtype", "int64")), vocab)
     _add_ub(ctx, prob, u, s, call.op)
     pd, odom = ctx.dom(prob.dtype), ctx.dom(od)
 

@@ -26,14 +26,14 @@ median *is* legalized: topi.argsort (the same `call_packed`) then gathers.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import z3
 
-from tvtv.absfp.dtypes import INT_FORMATS, is_float, is_int
+from tvtv.absfp.dtypes import is_float, is_int
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import checked_result, norm_axis, out_type, tensor_arg
+from tvtv.encode.ops.common import checked_result, index_result_dtype, norm_axis, out_type, tensor_arg
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx
 from tvtv.encode.values import Value
@@ -111,16 +111,6 @@ def _flag(call: OpCall, name: str, default: bool) -> bool:
     return v
 
 
-def _index_dtype(call: OpCall, dtype: Any, n: int) -> str:
-    """The index output's dtype (an integer type that holds n - 1)."""
-    if dtype not in INT_FORMATS:
-        raise Unsupported(f"{call.op}: index dtype {dtype!r}")
-    bits, signed = INT_FORMATS[dtype]
-    if n - 1 >= 1 << (bits - 1 if signed else bits):
-        raise Unsupported(f"{call.op}: {n} positions do not fit index dtype {dtype}")
-    return dtype
-
-
 # -- sorted views of an axis -----------------------------------------------------------------
 
 def sorted_along(ctx: EncodeContext, x: Tensor, axis: int, descending: bool, length: int,
@@ -178,7 +168,7 @@ def encode_argsort(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     _sortable(x, call.op)
     axis = _axis(call, x)
     n = _length(call, x.shape[axis])
-    od = _index_dtype(call, out_type(call).dtype, n)
+    od = index_result_dtype(call, out_type(call).dtype, n)
     if call.attrs.get("dtype") not in (None, "", od):
         raise Unsupported(f"{call.op}: dtype {call.attrs.get('dtype')} but result type {od}")
     return checked_result(call, sorted_along(ctx, x, axis, _flag(call, "descending", False), n, od))
@@ -213,12 +203,12 @@ def encode_topk(ctx: EncodeContext, call: OpCall, args: list) -> Value:
         if not isinstance(call.ty, TupleType) or len(call.ty.fields) != 2:
             raise Unsupported(f"{call.op} with ret_type both and result type {call.ty}")
         vty, ity = call.ty.fields
-        od = _index_dtype(call, ity.dtype if isinstance(ity, TensorType) else od, n)
+        od = index_result_dtype(call, ity.dtype if isinstance(ity, TensorType) else od, n)
         return (checked_result(call, sorted_along(ctx, x, axis, desc, length, None), vty),
                 checked_result(call, sorted_along(ctx, x, axis, desc, length, od), ity))
     if ret == "values":
         return checked_result(call, sorted_along(ctx, x, axis, desc, length, None))
-    od = _index_dtype(call, out_type(call).dtype, n)
+    od = index_result_dtype(call, out_type(call).dtype, n)
     return checked_result(call, sorted_along(ctx, x, axis, desc, length, od))
 
 
@@ -290,7 +280,7 @@ def encode_median(ctx: EncodeContext, call: OpCall, args: list) -> Value:
     shape = tuple(1 if k == axis else d for k, d in enumerate(x.shape)) if keep else \
         tuple(d for k, d in enumerate(x.shape) if k != axis)
     vty, ity = call.ty.fields
-    od = _index_dtype(call, ity.dtype if isinstance(ity, TensorType) else None, n)
+    od = index_result_dtype(call, ity.dtype if isinstance(ity, TensorType) else None, n)
 
     def rows(ix: list[Index]) -> list[Term]:
         base = list(ix) if keep else list(ix[:axis]) + [idx(0)] + list(ix[axis:])

@@ -589,6 +589,13 @@ def test_unsupported_calls(op: str, args: list, attrs: dict) -> None:
         encode_with(op, args, P.TensorType(args[1].shape, str(args[1].dtype)), attrs)
 
 
+def test_output_grad_of_the_wrong_shape_is_named() -> None:
+    g, x = np.ones((1, 1, 3, 3), f32), np.zeros((1, 1, 4, 4), f32)
+    with pytest.raises(Unsupported, match=r"max_pool2d_backward output_grad .*expected \[1, 1, 2, 2\]"):
+        encode_with("relax.grad.max_pool2d_backward", [g, x], P.TensorType(x.shape, "float32"),
+                    POOL_ATTRS)
+
+
 def test_dilated_pool_gradients_follow_pytorch_windows() -> None:
     """Dilation (which TVM's LegalizeOps leaves unlegalized): x 1x5, pool (1, 2), dilation
     (1, 2), stride 1: windows {0, 2}, {1, 3}, {2, 4}."""

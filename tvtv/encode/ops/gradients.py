@@ -262,7 +262,7 @@ class _GradWindow:
             raise Unsupported(f"{call.op} with output_grad {g.dtype} and data {x.dtype} "
                               "(one float dtype only)")
         forward = OpCall(call.op, call.args, call.attrs, TensorType(g.shape, g.dtype))
-        self.win = Window(forward, x, 2)
+        self.win = Window(forward, x, 2, "output_grad")
         if self.win.n > POOL_TAPS_BOUND:
             raise Unsupported(f"{call.op}: a window of {self.win.n} taps (limit {POOL_TAPS_BOUND})")
         if any(v < 1 for v in self.win.s + self.win.d + self.win.k):

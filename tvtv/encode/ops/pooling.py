@@ -42,7 +42,8 @@ from tvtv.ir.program import OpCall
 class Window:
     """The static geometry of a (non-adaptive) pooling op in canonical (N, C, spatial) order."""
 
-    def __init__(self, call: OpCall, x: Tensor, nd: int) -> None:
+    def __init__(self, call: OpCall, x: Tensor, nd: int, what: str = "result type") -> None:
+        """`what` names the tensor of the pooled shape in errors (a gradient's output_grad)."""
         attrs = call.attrs
         ty = out_type(call)
         self.canon = "NC" + SPATIAL[nd]
@@ -57,7 +58,7 @@ class Window:
         self.out_sz = [self._out_len(i, k, s, d, a, b) for i, k, s, d, a, b in
                        zip(self.in_sz, self.k, self.s, self.d, self.lo, self.hi)]
         if canonical_shape(ty.shape, self.out_layout, self.canon) != [n_b, ch, *self.out_sz]:
-            raise Unsupported(f"{call.op} result type {ty}, expected {[n_b, ch, *self.out_sz]}")
+            raise Unsupported(f"{call.op} {what} {ty}, expected {[n_b, ch, *self.out_sz]}")
         self.shape, self.dtype = ty.shape, ty.dtype
         self.n = math.prod(self.k)
         self.read = canonical_reader(x, self.layout, self.canon)

@@ -1,4 +1,4 @@
-"""Image ops: relax.image.resize2d and resize3d (nearest_neighbor and linear), affine_grid, grid_sample.
+"""Image ops: relax.image.resize2d and resize3d (nearest_neighbor, linear, cubic), affine_grid, grid_sample.
 
 The specification is the ONNX Resize formula as TVM documents it (topi/image/resize.py): an
 output position x maps to the input coordinate
@@ -28,6 +28,21 @@ input element(s), a float table the weights.
   lerp(A, B, t) = A * (1 - t) + B * t in float32 (TVM's `_lerp`; 1 - t is a float32
   constant per position). So a weight 0 still multiplies: inf * 0 = NaN reaches the output,
   as in TVM. float16 data is cast to float32, interpolated, and rounded back to float16.
+- cubic (ONNX Resize mode "cubic", cubic_coeff_a = cubic_alpha, exclude_outside =
+  cubic_exclude): x0 = floor(c), t = c - floor(c); the taps x0 - 1 .. x0 + 2, clamped to
+  [0, in - 1], weigh (Keys' cubic convolution kernel with coefficient a)
+    w0 = a*((t3 - 2*t2) + t)              w1 = ((a+2)*t3 - (3+a)*t2) + 1
+    w2 = (-(a+2)*t3 + (3+2a)*t2) - a*t    w3 = (-a)*t3 + a*t2,   t2 = t*t, t3 = t2*t
+  in float32 (topi's `_cubic_spline_weights`; the constants a, a+2, 3+a, 3+2a, -a computed in
+  double from the attribute and rounded once to float32); exclude: a tap outside
+  [0, in - 1] weighs 0 and the others are divided by ((w0 + w1) + w2) + w3. The value is
+  the separable sum kernel(rows) with kernel(v, w) = ((v0*w0 + v1*w1) + v2*w2) + v3*w3 in
+  float32 (topi's `_cubic_kernel`), the innermost over w, the outermost over the first
+  spatial dimension. ONNX's formula for the coefficients is another arrangement of the same
+  polynomials (checked against a float64 ONNX reference in the tests); its reference
+  implementation takes the taps x0 - 2 .. x0 + 1 with t = 1 at an integral coordinate,
+  where the weights are (0, 0, 1, 0): the same value except which clamped neighbour gets the
+  0 weight (only inf/NaN data can tell: 0 * inf = NaN). Zero weights multiply here too.
 """
 from __future__ import annotations
 
@@ -130,6 +145,46 @@ def linear_taps(x: int, size_in: int, size_out: int, mode: str,
     return clamp(x0), clamp(x0 + 1), f32(1.0) - t, t
 
 
+def cubic_coefficients(alpha: float) -> tuple[np.float32, ...]:
+    """(a, a + 2, 3 + a, 3 + 2a, -a) for the attribute a (a double): each computed in double
+    and rounded once to float32, as the constants of topi's `_cubic_spline_weights`."""
+    return (f32(alpha), f32(alpha + 2), f32(3 + alpha), f32(3 + 2 * alpha), f32(-alpha))
+
+
+def cubic_weights(t: np.float32, alpha: float) -> list[np.float32]:
+    """The 4 cubic-convolution weights of the taps floor(c) - 1 .. floor(c) + 2 at t = c -
+    floor(c) (Keys' kernel with coefficient a), in float32 in topi's order:
+    w0 = a*((t3 - 2*t2) + t), w1 = ((a+2)*t3 - (3+a)*t2) + 1,
+    w2 = (-(a+2)*t3 + (3+2a)*t2) - a*t, w3 = (-a)*t3 + a*t2, with t2 = t*t, t3 = t2*t."""
+    a, a2, a3, a23, na = cubic_coefficients(alpha)
+    with np.errstate(all="ignore"):
+        t2 = t * t
+        t3 = t2 * t
+        return [a * ((t3 - f32(2.0) * t2) + t),
+                (a2 * t3 - a3 * t2) + f32(1.0),
+                (-a2 * t3 + a23 * t2) - a * t,
+                na * t3 + a * t2]
+
+
+def cubic_taps(x: int, size_in: int, size_out: int, mode: str, alpha: float, exclude: bool,
+               op: str = "relax.image.resize2d") -> tuple[list[int], list[np.float32]]:
+    """(4 clamped tap indices, 4 float32 weights) of output position x for cubic. With
+    `exclude` the weights of the taps outside [0, in - 1] are 0 and the others are divided by
+    the sum ((w0 + w1) + w2) + w3 of the kept weights (float32)."""
+    c = in_coord(x, size_in, size_out, mode, op)
+    if not np.isfinite(c):
+        raise Unsupported(f"{op}: non-finite coordinate {c} ({mode})")
+    x0 = int(np.floor(c))
+    w = cubic_weights(c - np.floor(c), alpha)
+    taps = [x0 - 1 + i for i in range(4)]
+    if exclude:
+        w = [f32(0.0) if not 0 <= j < size_in else wi for j, wi in zip(taps, w)]
+        total = ((w[0] + w[1]) + w[2]) + w[3]
+        with np.errstate(all="ignore"):
+            w = [wi / total for wi in w]
+    return [min(max(j, 0), size_in - 1) for j in taps], w
+
+
 # -- tables over a (symbolic) output position ------------------------------------------------
 
 def table(values: Sequence[z3.ExprRef], sort: z3.SortRef) -> Callable[[z3.BitVecRef], z3.ExprRef]:
@@ -159,7 +214,7 @@ def _attr(call: OpCall, name: str, default):
 
 @register("relax.image.resize2d")
 def encode_resize2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """ONNX/TVM Resize in float32 with static coordinates: c = (x+0.5)*(in/out)-0.5 (half_pixel; pytorch_half_pixel: 0 if out=1), (in-1)/(out-1)*x (align_corners), (in/out)*x (asymmetric), (x+0.5)*(in/out) (tf_half_pixel_for_nn); nearest_neighbor rounds c by rounding_method (round = half-to-even, floor/ceil with TVM's 1e-5 epsilon, ""= round for align_corners else floor; asymmetric integer up-scaling = x // k) and clamps, the element is the input's; linear = lerp(lerp(p00,p01,tx),lerp(p10,p11,tx),ty), lerp(A,B,t) = A*(1-t)+B*t in float32 with clamped neighbours floor(c), floor(c)+1 and t = c - floor(c); layouts NCHW/NHWC; float32/float16 (computed in float32, rounded back), nearest also on integers of <= 16 bits; cubic, tf_crop_and_resize, out_dtype != data dtype, align_corners with out=1 and linear integers are Unsupported.
+    """ONNX/TVM Resize in float32 with static coordinates: c = (x+0.5)*(in/out)-0.5 (half_pixel; pytorch_half_pixel: 0 if out=1), (in-1)/(out-1)*x (align_corners), (in/out)*x (asymmetric), (x+0.5)*(in/out) (tf_half_pixel_for_nn); nearest_neighbor rounds c by rounding_method (round = half-to-even, floor/ceil with TVM's 1e-5 epsilon, ""= round for align_corners else floor; asymmetric integer up-scaling = x // k) and clamps, the element is the input's; linear = lerp(lerp(p00,p01,tx),lerp(p10,p11,tx),ty), lerp(A,B,t) = A*(1-t)+B*t in float32 with clamped neighbours floor(c), floor(c)+1 and t = c - floor(c); cubic (ONNX cubic, a = cubic_alpha) = K(K(row_-1), ..., K(row_2); wy), K(v; w) = ((v0*w0 + v1*w1) + v2*w2) + v3*w3 in float32 over the clamped taps floor(c)-1..floor(c)+2 with the float32 weights a*((t3-2*t2)+t), ((a+2)*t3-(3+a)*t2)+1, (-(a+2)*t3+(3+2a)*t2)-a*t, (-a)*t3+a*t2 (t2 = t*t, t3 = t2*t), cubic_exclude: weights of taps outside the input 0, the rest divided by their sum ((w0+w1)+w2)+w3; layouts NCHW/NHWC; float32/float16 (computed in float32, rounded back), nearest also on integers of <= 16 bits; tf_crop_and_resize, out_dtype != data dtype, align_corners with out=1 and linear/cubic integers are Unsupported.
 
     The weights being float32 numbers computed per position is the specification's own
     choice of arithmetic (TVM's topi computes exactly these float32 operations at run time;
@@ -167,20 +222,39 @@ def encode_resize2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     ONNX's round_prefer_*; the measured rounding is the one encoded. TVM clamps the source
     indices to the input (ONNX's half_pixel with out > in reaches -0.25 -> index -1: clamped
     to 0 here, as TVM).
+
+    cubic: the weights are static float32 numbers computed here in topi's order (the
+    module's docstring); TVM computes the same float32 operations per element at run time
+    (LegalizeOps proved; measured on the VM: bitwise equal on random and special data,
+    float32 and float16, all modes, cubic_exclude 0 and 1). Finding (code generation, not
+    the TIR): TVM's LLVM backend emits `llvm.fmuladd` for the weights' a*b + c; run on the
+    generic x86-64 target it is unfused, but where LLVM constant-folds the static weights
+    (small unrolled/vectorized output loops) it folds them fused: align_corners 3 -> 4 along
+    w with cubic_exclude=1 gives the weight 0.35087717 on the VM, 0.35087714 here (1 ulp).
+    Integer data (TVM: the float32 sum truncated by a cast, undefined when cubic overshoot
+    leaves the integer range) is Unsupported, as for linear.
     """
     return _encode_resize(ctx, call, args, "NCHW", ("NCHW", "NHWC"), int_div=True)
 
 
 @register("relax.image.resize3d")
 def encode_resize3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """resize2d in three spatial dimensions (d, h, w), each coordinate as resize2d's (float32, static): nearest_neighbor rounds each by rounding_method and clamps (no integer-division path: asymmetric floor is floor(c + 1e-5)); linear = lerp(lerp(lerp(p000,p001,tx),lerp(p010,p011,tx),ty), lerp(lerp(p100,p101,tx),lerp(p110,p111,tx),ty), tz), lerp(A,B,t) = A*(1-t)+B*t in float32, clamped neighbours; layouts NCDHW/NDHWC; float32/float16 (computed in float32, rounded back), nearest also on integers of <= 16 bits; cubic, tf_crop_and_resize, out_dtype != data dtype, align_corners with out=1 and linear integers are Unsupported.
+    """resize2d in three spatial dimensions (d, h, w), each coordinate as resize2d's (float32, static): nearest_neighbor rounds each by rounding_method and clamps (no integer-division path: asymmetric floor is floor(c + 1e-5)); linear = lerp(lerp(lerp(p000,p001,tx),lerp(p010,p011,tx),ty), lerp(lerp(p100,p101,tx),lerp(p110,p111,tx),ty), tz), lerp(A,B,t) = A*(1-t)+B*t in float32, clamped neighbours; cubic = resize2d's cubic kernel K along w, then h, then d (K(K(K(p; wx); wy); wz)), each dimension's weights from its own coordinate (cubic_exclude: masked and renormalised per dimension); layouts NCDHW/NDHWC; float32/float16 (computed in float32, rounded back), nearest also on integers of <= 16 bits; tf_crop_and_resize, out_dtype != data dtype, align_corners with out=1 and linear/cubic integers are Unsupported.
 
     The order of the trilinear lerps is topi's `_resize_3d`: along w first, then h, then d
     (ONNX's Resize leaves it open; a fixed float32 order is needed for a definite result).
     topi's resize3d, unlike resize2d, never replaces asymmetric floor by an integer division
     (`get_inx` is called without `use_int_div`), so neither does this specification.
     Measured on the VM: bitwise equal to this formula on random and special inputs
-    (tests/test_ops_image.py).
+    (tests/test_ops_image.py), cubic with cubic_exclude=0 included.
+
+    Finding (cubic_exclude=1): topi's `_resize_3d` computes the depth weights wrongly,
+    `wz[i] = if_then_else(xint - 1 + i < 0 or xint + i > image_height, 0, wx[i])`: the
+    width's raw weights, masked by the width's tap positions against the height, then
+    renormalised. The specification masks and renormalises each dimension's own weights
+    (ONNX exclude_outside); the VM's result differs (e.g. (1, 2, 2, 3, 4) -> (3, 5, 7)
+    half_pixel: by up to 2.86 on uniform [-1, 1) data) and LegalizeOps is refuted
+    (counterexample; pinned in tests/test_ops_image.py).
     """
     return _encode_resize(ctx, call, args, "NCDHW", ("NCDHW", "NDHWC"), int_div=False)
 
@@ -192,7 +266,7 @@ def _resize_dtype_checks(op: str, method: str, dtype: str, out_dtype: str) -> No
     if is_float(dtype):
         if dtype not in ("float32", "float16"):
             raise Unsupported(f"{op} on {dtype} data")
-    elif method == "linear" or dtype not in INT_FORMATS or INT_FORMATS[dtype][0] > 16:
+    elif method != "nearest_neighbor" or dtype not in INT_FORMATS or INT_FORMATS[dtype][0] > 16:
         raise Unsupported(f"{op} method={method!r} on {dtype} data")
 
 
@@ -205,7 +279,7 @@ def _encode_resize(ctx: EncodeContext, call: OpCall, args: list, canon: str,
     method = str(_attr(call, "method", "linear"))
     mode = str(_attr(call, "coordinate_transformation_mode", "half_pixel"))
     rounding = str(_attr(call, "rounding_method", "round"))
-    if method not in ("nearest_neighbor", "linear"):
+    if method not in ("nearest_neighbor", "linear", "cubic"):
         raise Unsupported(f"{op} method={method!r}")
     if mode not in MODES:
         raise Unsupported(f"{op} coordinate_transformation_mode={mode!r}")
@@ -243,31 +317,44 @@ def _encode_resize(ctx: EncodeContext, call: OpCall, args: list, canon: str,
     cast_out = ((lambda v: v) if x.dtype == "float32"
                 else (lambda v: ctx.model.cast(v, "float32", x.dtype)))
 
+    alpha = float(_attr(call, "cubic_alpha", -0.75))
+    exclude = bool(int(_attr(call, "cubic_exclude", 0)))
+
+    def taps_of(i: int, n_in: int, n_out: int) -> tuple[list[int], list[np.float32]]:
+        if method == "linear":
+            lo, hi, wa, wb = linear_taps(i, n_in, n_out, mode, op)
+            return [lo, hi], [wa, wb]
+        return cubic_taps(i, n_in, n_out, mode, alpha, exclude, op)
+
     def tables(n_in: int, n_out: int):
-        taps = [linear_taps(i, n_in, n_out, mode, op) for i in range(n_out)]
-        lo = index_table([t[0] for t in taps])
-        hi = index_table([t[1] for t in taps])
-        one_minus = table([dom.const(float(t[2])) for t in taps], dom.sort)
-        frac = table([dom.const(float(t[3])) for t in taps], dom.sort)
-        return lo, hi, one_minus, frac
+        """Per tap k: (index table, weight table) over the output position."""
+        taps = [taps_of(i, n_in, n_out) for i in range(n_out)]
+        return [(index_table([t[0][k] for t in taps]),
+                 table([dom.const(float(t[1][k])) for t in taps], dom.sort))
+                for k in range(len(taps[0][0]))]
 
     tabs = [tables(n_in, n_out) for n_in, n_out in dims]
 
-    def lerp(a: z3.ExprRef, b: z3.ExprRef, wa: z3.ExprRef, wb: z3.ExprRef) -> z3.ExprRef:
-        return dom.add(dom.mul(a, wa), dom.mul(b, wb))
+    def kernel(terms: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.ExprRef:
+        """((v0*w0 + v1*w1) + v2*w2) + ... in float32 (topi's `_lerp` A*(1-t) + B*t for two
+        taps, `_cubic_kernel` for four)."""
+        acc = dom.mul(*terms[0])
+        for v, w in terms[1:]:
+            acc = dom.add(acc, dom.mul(v, w))
+        return acc
 
     def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
         nb, c, *pos = ix
 
         def interp(k: int, src: list[z3.BitVecRef]) -> z3.ExprRef:
-            # topi's order: the outermost lerp is over the first spatial dimension, its
-            # operands lerps over the next, ..., the innermost over w (resize2d: _lerp(top,
-            # bottom, y) of _lerp(., ., x); resize3d: _lerp(top, bottom, z) of y- of x-lerps)
+            # topi's order: the outermost sum is over the first spatial dimension, its
+            # operands sums over the next, ..., the innermost over w (resize2d linear:
+            # _lerp(top, bottom, y) of _lerp(., ., x); cubic: _cubic_kernel over the rows of
+            # _cubic_kernel over x; resize3d the same with d outermost)
             if k == len(pos):
                 return cast_in(read([nb, c, *src]))
-            lo, hi, wa, wb = tabs[k]
             p = pos[k]
-            return lerp(interp(k + 1, src + [lo(p)]), interp(k + 1, src + [hi(p)]), wa(p), wb(p))
+            return kernel([(interp(k + 1, src + [it(p)]), wt(p)) for it, wt in tabs[k]])
 
         return cast_out(interp(0, []))
 

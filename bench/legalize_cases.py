@@ -456,7 +456,13 @@ def _hand() -> dict[str, list[Case]]:
         _fn("relax.image.resize3d", [((1, 1, 2, 2, 2), F16)],
             lambda x: O.image.resize3d(x, (2, 3, 3), method="linear",
                                        coordinate_transformation_mode="align_corners"),
-            {"method": "linear", "coordinate_transformation_mode": "align_corners"})]
+            {"method": "linear", "coordinate_transformation_mode": "align_corners"}),
+        _fn("relax.image.resize3d", [((1, 1, 2, 2, 2), F32)],
+            lambda x: O.image.resize3d(x, (2, 3, 3), method="cubic"), {"method": "cubic"}),
+        # finding: topi masks the depth weights with the width's taps under cubic_exclude
+        _fn("relax.image.resize3d", [((1, 1, 2, 2, 3), F32)],
+            lambda x: O.image.resize3d(x, (3, 3, 4), method="cubic", cubic_exclude=1),
+            {"method": "cubic", "cubic_exclude": 1})]
     h["relax.image.affine_grid"] = [
         _fn("relax.image.affine_grid", [((2, 2, 3), F32)],
             lambda t: O.image.affine_grid(t, (2, 3), align_corners=False), {"align_corners": False}),
@@ -676,7 +682,11 @@ def _extra() -> dict[str, list[Case]]:
                                        coordinate_transformation_mode="asymmetric",
                                        rounding_method=""),
             {"size": [3, 3], "layout": "NHWC", "method": "nearest_neighbor",
-             "coordinate_transformation_mode": "asymmetric", "rounding_method": ""})]
+             "coordinate_transformation_mode": "asymmetric", "rounding_method": ""}),
+        # float cubic (GenCoG's cubic case is int32, which tvtv does not encode)
+        _fn("relax.image.resize2d", [((1, 1, 2, 3), F32)],
+            lambda x: O.image.resize2d(x, (3, 4), method="cubic", cubic_exclude=1),
+            {"size": [3, 4], "method": "cubic", "cubic_exclude": 1})]
     # integer average pooling (GenCoG's avg_pool specs draw floats only): TVM's
     # legalization returns int64 for an int32 avg_pool (docs/findings.md)
     e["relax.nn.avg_pool2d"] = [_fn(

@@ -178,6 +178,10 @@ MEANINGS: dict[str, str] = {
                                        "-65504) window nowhere, where PyTorch picks the NaN or "
                                        "the first tap (also under the assumptions); overlapping "
                                        "windows read its argmax buffer out of bounds (UB)"),
+    "relax.image.resize3d": ("cubic_exclude=1: topi's _resize_3d masks the depth weights with "
+                             "the width's tap positions against the height and uses the width's "
+                             "raw weights, where ONNX's exclude_outside renormalises each "
+                             "dimension's own weights (confirmed on the VM; docs/findings.md)"),
     "relax.meshgrid": ("one input: TVM types the result as a 1-tuple, LegalizeOps returns the "
                        "bare tensor (the result's nesting changes; confirmed by TVM's return "
                        "types). The unknown row: for \"xy\" TVM infers the \"ij\" shape while "

@@ -13,7 +13,7 @@ import z3
 
 from tvtv.absfp.dtypes import is_float, is_int
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import add_ub_for_some, checked_result, tensor_arg
+from tvtv.encode.ops.common import add_ub_for_some, bool_attr, checked_result, tensor_arg
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx
 from tvtv.errors import Unsupported
@@ -22,13 +22,6 @@ from tvtv.ir.program import OpCall
 Term = z3.ExprRef
 # every output element compares its input with every boundary: refuse larger boundaries
 BOUNDARIES_BOUND = 256
-
-
-def _flag(call: OpCall, name: str) -> bool:
-    v = call.attrs.get(name, False)
-    if not isinstance(v, bool):
-        raise Unsupported(f"{call.op}: {name} {v!r}")
-    return v
 
 
 def _add_unsorted_ub(ctx: EncodeContext, b: Tensor) -> None:
@@ -64,8 +57,8 @@ def encode_bucketize(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     n = b.shape[0]
     if n > BOUNDARIES_BOUND:
         raise Unsupported(f"{call.op}: {n} boundaries (limit {BOUNDARIES_BOUND})")
-    right = _flag(call, "right")
-    od = "int32" if _flag(call, "out_int32") else "int64"
+    right = bool_attr(call, "right")
+    od = "int32" if bool_attr(call, "out_int32") else "int64"
     width = 32 if od == "int32" else 64
     _add_unsorted_ub(ctx, b)
     dom = ctx.dom(x.dtype)

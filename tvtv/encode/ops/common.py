@@ -81,3 +81,11 @@ def index_result_dtype(call: OpCall, dtype: Any, n: int) -> str:
     if n - 1 >= 1 << (bits - 1 if signed else bits):
         raise Unsupported(f"{call.op}: {n} positions do not fit index result dtype {dtype}")
     return str(dtype)
+
+
+def bool_attr(call: OpCall, name: str, default: bool = False) -> bool:
+    """The bool attribute `name` of `call` (`default` when absent); Unsupported otherwise."""
+    v = call.attrs.get(name, default)
+    if not isinstance(v, bool):
+        raise Unsupported(f"{call.op}: {name} {v!r}")
+    return v

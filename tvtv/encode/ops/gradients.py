@@ -96,10 +96,6 @@ def encode_end_checkpoint(ctx: EncodeContext, call: OpCall, args: list) -> objec
 # ------------------------------------------------------------------------------------------------
 # take_backward
 # ------------------------------------------------------------------------------------------------
-def _zero(ctx: EncodeContext, dtype: str) -> z3.ExprRef:
-    return ctx.dom(dtype).const(0.0 if is_float(dtype) else 0)
-
-
 @register("relax.grad.take_backward")
 def encode_take_backward(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """take_backward(g, x, indices, axis) is the gradient of take w.r.t. x: zeros of x's shape with g[.., l, ..] added at x[.., indices[l], ..] for every index position l (duplicates accumulate: an order-free sum from +0.0); an index outside [0, n) is UB (take's mode "fast", negative ones too); float and integer dtypes, any integer index dtype.
@@ -143,7 +139,7 @@ def encode_take_backward(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
             return z3.Or(v < zero65, v >= wide_n)
         add_ub_for_some(ctx, L, bad_at, f"take_backward with an index outside [0, {n})",
                         "take_backward_k")
-    zero = _zero(ctx, x.dtype)
+    zero = ctx.dom(x.dtype).zero()
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         pre, j, post = ix[:a], ix[a], ix[a + 1:]

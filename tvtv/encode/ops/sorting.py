@@ -33,7 +33,8 @@ import z3
 from tvtv.absfp.dtypes import is_float, is_int
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.ops.common import checked_result, index_result_dtype, norm_axis, out_type, tensor_arg
+from tvtv.encode.ops.common import (bool_attr, checked_result, index_result_dtype, norm_axis,
+                                    out_type, tensor_arg)
 from tvtv.encode.registry import register
 from tvtv.encode.tensor import Tensor, idx
 from tvtv.encode.values import Value
@@ -104,13 +105,6 @@ def _length(call: OpCall, n: int) -> int:
     return n
 
 
-def _flag(call: OpCall, name: str, default: bool) -> bool:
-    v = call.attrs.get(name, default)
-    if not isinstance(v, bool):
-        raise Unsupported(f"{call.op}: {name} {v!r}")
-    return v
-
-
 # -- sorted views of an axis -----------------------------------------------------------------
 
 def sorted_along(ctx: EncodeContext, x: Tensor, axis: int, descending: bool, length: int,
@@ -154,7 +148,7 @@ def encode_sort(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     _sortable(x, call.op)
     axis = _axis(call, x)
     n = _length(call, x.shape[axis])
-    return checked_result(call, sorted_along(ctx, x, axis, _flag(call, "descending", False), n, None))
+    return checked_result(call, sorted_along(ctx, x, axis, bool_attr(call, "descending", False), n, None))
 
 
 @register("relax.argsort")
@@ -171,7 +165,7 @@ def encode_argsort(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     od = index_result_dtype(call, out_type(call).dtype, n)
     if call.attrs.get("dtype") not in (None, "", od):
         raise Unsupported(f"{call.op}: dtype {call.attrs.get('dtype')} but result type {od}")
-    return checked_result(call, sorted_along(ctx, x, axis, _flag(call, "descending", False), n, od))
+    return checked_result(call, sorted_along(ctx, x, axis, bool_attr(call, "descending", False), n, od))
 
 
 @register("relax.topk")
@@ -194,7 +188,7 @@ def encode_topk(ctx: EncodeContext, call: OpCall, args: list) -> Value:
     if not isinstance(k, int) or isinstance(k, bool):
         raise Unsupported(f"{call.op}: k {k!r}")
     length = n if k < 1 else min(k, n)
-    desc = _flag(call, "largest", True)
+    desc = bool_attr(call, "largest", True)
     ret = call.attrs.get("ret_type", "both")
     if ret not in ("both", "values", "indices"):
         raise Unsupported(f"{call.op}: ret_type {ret!r}")

@@ -165,6 +165,14 @@ def libm_truth(term: z3.BoolRef) -> bool | None:
     return None if v is None else z3.is_true(v)
 
 
+def libm_numeral(term: z3.ExprRef) -> z3.ExprRef | None:
+    """`term` with `libm_value`'s values for its functions, sums and products, when that
+    makes it a numeral (a float, bit-vector or Boolean constant); None when it stays open.
+    Those values are one interpretation of the uninterpreted functions among all."""
+    return _libm_resolve(term, lambda v: z3.is_true(v) or z3.is_false(v) or z3.is_fp_value(v)
+                         or z3.is_bv_value(v))
+
+
 def _libm_resolve(term: z3.ExprRef, done: Any) -> z3.ExprRef | None:
     """`term` simplified, with the function applications on numerals replaced by their
     values, round by round, until `done(term)`; None if it stays open."""

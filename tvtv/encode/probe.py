@@ -13,7 +13,6 @@ Anything else that does not simplify to a constant is skipped.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -33,11 +32,11 @@ def probe(inputs: Sequence[tuple[str, Tensor]], outputs: Sequence[tuple[Tensor, 
           same: Callable[[Any, z3.ExprRef, z3.ExprRef], z3.BoolRef]
           ) -> tuple[dict[str, np.ndarray], int, int, z3.ExprRef, z3.ExprRef] | None:
     """(inputs, output k, flat index, source element, target element) of a difference found
-    by filling every float input with one special value (ints with 0), or None."""
-    if not inputs or any(not isinstance(t.arr, z3.ArrayRef) or not z3.is_const(t.arr)
-                         for _, t in inputs):
+    by filling every float input with one special value (ints with 0), or None. A module
+    without inputs (a hamming_window) is evaluated once, as it is."""
+    if any(not isinstance(t.arr, z3.ArrayRef) or not z3.is_const(t.arr) for _, t in inputs):
         return None
-    for value in SPECIALS:
+    for value in SPECIALS if inputs else SPECIALS[:1]:
         subst, concrete = [], {}
         for name, t in inputs:
             v = value if is_float(t.dtype) else 0
@@ -45,19 +44,83 @@ def probe(inputs: Sequence[tuple[str, Tensor]], outputs: Sequence[tuple[Tensor, 
             subst.append((t.arr, z3.K(INDEX, dom.const(v))))
             with np.errstate(over="ignore"):   # ±FLT_MAX is ±inf in float16, as dom.const
                 concrete[name] = np.full(t.shape, v, dtype=numpy_dtype(t.dtype))
-        ok = z3.simplify(z3.substitute(z3.And(*conditions), *subst)) if conditions else z3.BoolVal(True)
-        if not z3.is_true(ok):
+        if not holds(conditions, subst):
             continue
-        for k, (a, b) in enumerate(outputs):
-            if a.numel > MAX_ELEMENTS:
-                continue
-            dom = domain(a.dtype)
-            for j in range(a.numel):
-                x = z3.simplify(z3.substitute(a.at(j), *subst))
-                y = z3.simplify(z3.substitute(b.at(j), *subst))
-                if z3.is_false(z3.simplify(same(dom, x, y))) or _free_choice(x, y) \
-                        or _free_choice(y, x):
-                    return concrete, k, j, x, y
+        found = constant_difference(outputs, domain, same, subst, free_choice=True)
+        if found is not None:
+            return (concrete, *found)
+    if not inputs:
+        found = libm_difference(outputs, conditions, domain, same)
+        if found is not None:
+            return ({}, *found)
+    return None
+
+
+def libm_difference(outputs: Sequence[tuple[Tensor, Tensor]], conditions: Sequence[z3.BoolRef],
+                    domain: Callable[[str], Any],
+                    same: Callable[[Any, z3.ExprRef, z3.ExprRef], z3.BoolRef]
+                    ) -> tuple[int, int, z3.ExprRef, z3.ExprRef] | None:
+    """(output k, flat index, source element, target element) of a difference of a module
+    without inputs under ONE interpretation of its functions: numpy's (the C library's)
+    values for functions of numerals, sums and products (`evaluate.libm_numeral`), or None.
+
+    A module without inputs has nothing for the solver to choose but those functions' values,
+    and where a difference hangs on them (hamming_window's angle one ulp apart:
+    cos(a) against cos(a + ulp), both open) the solver's bit-exact float64 queries run out
+    of time (10 s each, measured) where the C library's values decide at once. Every value
+    is allowed: the encoding puts a function's laws (range bounds, special values) in the
+    term itself, and the conditions (the model's facts, definedness) must come out true
+    under the same values. Execution on the VM confirms or not, as for any counterexample."""
+    from tvtv.encode.evaluate import libm_numeral
+    if conditions and not z3.is_true(libm_numeral(z3.And(*conditions)) or z3.BoolVal(False)):
+        return None
+    for k, (a, b) in enumerate(outputs):
+        if a.numel > MAX_ELEMENTS:
+            continue
+        dom = domain(a.dtype)
+        for j in range(a.numel):
+            x, y = libm_numeral(a.at(j)), libm_numeral(b.at(j))
+            if x is not None and y is not None and z3.is_false(z3.simplify(same(dom, x, y))):
+                return k, j, x, y
+    return None
+
+
+def holds(conditions: Sequence[z3.BoolRef], subst: Sequence[tuple[z3.ExprRef, z3.ExprRef]] = ()
+          ) -> bool:
+    """Do `conditions`, after substitution, simplify to true?"""
+    if not conditions:
+        return True
+    return z3.is_true(z3.simplify(z3.substitute(z3.And(*conditions), *subst)))
+
+
+def constant_difference(outputs: Sequence[tuple[Tensor, Tensor]], domain: Callable[[str], Any],
+                        same: Callable[[Any, z3.ExprRef, z3.ExprRef], z3.BoolRef],
+                        subst: Sequence[tuple[z3.ExprRef, z3.ExprRef]] = (),
+                        free_choice: bool = False, first: tuple[int, int] | None = None
+                        ) -> tuple[int, int, z3.ExprRef, z3.ExprRef] | None:
+    """(output k, flat index, source element, target element) of an element whose source and
+    target, after substitution and simplification, are not the same for any interpretation
+    of the uninterpreted functions ("same" simplifies to false), or None. `free_choice` also
+    takes an uninterpreted function of constants against a constant (`_free_choice`: SOME
+    interpretation differs). The element `first` (k, flat) is tried before the others;
+    outputs of more than MAX_ELEMENTS elements are skipped (apart from `first`)."""
+    def differs(k: int, j: int) -> tuple[int, int, z3.ExprRef, z3.ExprRef] | None:
+        a, b = outputs[k]
+        x = z3.simplify(z3.substitute(a.at(j), *subst))
+        y = z3.simplify(z3.substitute(b.at(j), *subst))
+        if z3.is_false(z3.simplify(same(domain(a.dtype), x, y))) \
+                or free_choice and (_free_choice(x, y) or _free_choice(y, x)):
+            return k, j, x, y
+        return None
+
+    if first is not None and (found := differs(*first)) is not None:
+        return found
+    for k, (a, _) in enumerate(outputs):
+        if a.numel > MAX_ELEMENTS:
+            continue
+        for j in range(a.numel):
+            if (k, j) != first and (found := differs(k, j)) is not None:
+                return found
     return None
 
 

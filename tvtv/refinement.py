@@ -36,7 +36,7 @@ from tvtv.encode.context import EncodeContext
 from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractions_in, note_lines,
                                   concrete_value, input_value, ladder, opaque_can_prove,
                                   worth_climbing)
-from tvtv.encode.evaluate import libm_numeral
+from tvtv.encode.evaluate import libm_truth
 from tvtv.encode.probe import constant_difference, holds, probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx
 from tvtv.encode.values import Value, describe_structure, flatten, structure
@@ -602,8 +602,19 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
     return out
 
 
+def _encoded_at(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program,
+                tgt_fn: P.Function, inputs: dict[str, Any]) -> _Encoded | None:
+    """Source and target in the IEEE model with `inputs` as constants; None when a part of
+    them is Unsupported. `separated_by_evaluation` and `separates` share one such encoding."""
+    try:
+        return _encode(src_prog, src_fn, tgt_prog, tgt_fn, "ieee", None, inputs)
+    except Unsupported:
+        return None
+
+
 def separated_by_evaluation(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program,
-                            tgt_fn: P.Function, cex: Counterexample) -> Counterexample | None:
+                            tgt_fn: P.Function, cex: Counterexample,
+                            enc: _Encoded | None = None) -> Counterexample | None:
     """`cex` (a value counterexample) as shown by evaluation alone: its inputs, in the IEEE
     model, make both sides defined and some output element two different constants after
     simplification (no uninterpreted function left in it, so every interpretation separates).
@@ -613,12 +624,11 @@ def separated_by_evaluation(src_prog: P.Program, src_fn: P.Function, tgt_prog: P
     The abstract model may name an element whose difference hangs on a function's value
     (hamming_window's cos(1.2566) against a broken sin(1.2566): the solver's IEEE query ran
     10 s undecided) where the next element is fixed by the special-value rules (cos(+0) = 1,
-    sin(+0) = +0)."""
+    sin(+0) = +0). `enc`: `_encoded_at` of `cex.inputs`, when the caller has it."""
     if cex.kind != "value" or cex.output is None:
         return None
-    try:
-        enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, "ieee", None, cex.inputs)
-    except Unsupported:
+    enc = enc or _encoded_at(src_prog, src_fn, tgt_prog, tgt_fn, cex.inputs)
+    if enc is None:
         return None
     if not holds([*_preconditions(enc), enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()]):
         return None
@@ -655,12 +665,13 @@ def _same_input(x: Any, y: Any) -> bool:
 
 
 def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
-              cex: Counterexample, timeout: float = 10.0) -> bool | None:
+              cex: Counterexample, timeout: float = 10.0,
+              enc: _Encoded | None = None) -> bool | None:
     """Do `cex.inputs`, evaluated in the IEEE model, separate source and target for every
-    interpretation of the uninterpreted functions? None when undecided."""
-    try:
-        enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, "ieee", None, cex.inputs)
-    except Unsupported:
+    interpretation of the uninterpreted functions? None when undecided. `enc`: `_encoded_at`
+    of `cex.inputs`, when the caller has it."""
+    enc = enc or _encoded_at(src_prog, src_fn, tgt_prog, tgt_fn, cex.inputs)
+    if enc is None:
         return None
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
     facts = _preconditions(enc)
@@ -679,7 +690,7 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
     # float16 hamming_window whose float32 angles differ by an ulp: the solver's query ran
     # its 10 s undecided). (Only there: elsewhere an element's whole history would be
     # evaluated, unmeasured on large graphs.)
-    if not enc.inputs and z3.is_true(libm_numeral(z3.And(*facts)) or z3.BoolVal(False)):
+    if not enc.inputs and libm_truth(z3.And(*facts)) is True:
         return False
     try:
         s = _solver(timeout, "z3")
@@ -781,16 +792,20 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                 if cex is None:
                     return result(PROVED, levels=levels)
                 if options.confirm:
-                    # evaluation first (no solver), which may name another element
-                    cex = separated_by_evaluation(src_prog, src_fn, tgt_prog, tgt_fn, cex) or cex
+                    # evaluation first (no solver), which may name another element; both
+                    # questions use one encoding at the counterexample's inputs
+                    at = _encoded_at(src_prog, src_fn, tgt_prog, tgt_fn, cex.inputs)
+                    if at is not None:
+                        cex = separated_by_evaluation(src_prog, src_fn, tgt_prog, tgt_fn, cex,
+                                                      enc=at) or cex
                     if cex.confirmed_ieee is None and abstract_cex is not None \
                             and _same_place(cex, abstract_cex):
                         # the IEEE model found the abstract model's counterexample again (a
                         # module without inputs): the question was asked at this level already
                         cex.confirmed_ieee = abstract_cex.confirmed_ieee
-                    elif cex.confirmed_ieee is None:
+                    elif cex.confirmed_ieee is None and at is not None:
                         cex.confirmed_ieee = separates(src_prog, src_fn, tgt_prog, tgt_fn, cex,
-                                                       timeout=min(options.timeout, 10.0))
+                                                       timeout=min(options.timeout, 10.0), enc=at)
                 if cex.confirmed_ieee is not True \
                         and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                     levels.append("counterexample unconfirmed: refining")

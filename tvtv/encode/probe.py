@@ -19,6 +19,7 @@ import numpy as np
 import z3
 
 from tvtv.absfp.dtypes import is_float, numpy_dtype
+from tvtv.encode.evaluate import libm_numeral, libm_truth
 from tvtv.encode.tensor import INDEX, Tensor
 
 SPECIALS = (float("-inf"), float("inf"), float("nan"), 0.0, -0.0, 1.0, -1.0,
@@ -71,8 +72,7 @@ def libm_difference(outputs: Sequence[tuple[Tensor, Tensor]], conditions: Sequen
     is allowed: the encoding puts a function's laws (range bounds, special values) in the
     term itself, and the conditions (the model's facts, definedness) must come out true
     under the same values. Execution on the VM confirms or not, as for any counterexample."""
-    from tvtv.encode.evaluate import libm_numeral
-    if conditions and not z3.is_true(libm_numeral(z3.And(*conditions)) or z3.BoolVal(False)):
+    if conditions and libm_truth(z3.And(*conditions)) is not True:
         return None
     for k, (a, b) in enumerate(outputs):
         if a.numel > MAX_ELEMENTS:

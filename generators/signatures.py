@@ -27,7 +27,7 @@ class OpSignature:
 
 _UNARY = ("exp", "tanh", "sigmoid", "sqrt", "negative", "abs", "nn.relu", "nn.gelu",
           "nn.silu", "square", "erf", "floor", "ceil", "round", "sign", "log", "rsqrt",
-          "sin", "cos", "nn.gelu_tanh", "nn.softplus", "isnan", "isinf", "isfinite",
+          "sin", "cos", "nn.gelu_tanh", "isnan", "isinf", "isfinite",
           "logical_not", "nn.selu")
 _BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
            "floor_divide", "floor_mod", "less", "greater", "equal", "not_equal", "less_equal",
@@ -104,4 +104,29 @@ SIGNATURES: dict[str, OpSignature] = {
     "relax.image.resize2d": OpSignature(1, args=("size",), attrs=(
         "roi", "layout", "method", "coordinate_transformation_mode", "rounding_method",
         "cubic_alpha", "cubic_exclude", "extrapolation_value", "out_dtype")),
+    # -- added for the GenCoG generator's Relax-era ops (generators/gencog/ops_relax.py) --
+    **{f"relax.{n}": OpSignature(1) for n in ("acos", "acosh", "asin", "asinh", "atanh")},
+    **{f"relax.{n}": OpSignature(2) for n in ("atan2", "mod", "log_add_exp", "outer")},
+    **{f"relax.{n}": OpSignature(1, attrs=("axis", "dtype", "exclusive"))
+       for n in ("cumsum", "cumprod")},
+    "relax.nn.softplus": OpSignature(1, attrs=("beta", "threshold")),
+    "relax.sort": OpSignature(1, attrs=("axis", "descending")),
+    "relax.argsort": OpSignature(1, attrs=("axis", "descending", "dtype")),
+    "relax.topk": OpSignature(1, attrs=("k", "axis", "ret_type", "largest", "dtype")),
+    "relax.median": OpSignature(1, attrs=("axis", "keepdims")),
+    "relax.tril": OpSignature(1, args=("k",)),
+    "relax.triu": OpSignature(1, args=("k",)),
+    "relax.stack": OpSignature(None, attrs=("axis",)),
+    "relax.meshgrid": OpSignature(None, attrs=("indexing",)),
+    "relax.einsum": OpSignature(None, attrs=("subscripts",)),
+    "relax.slice_scatter": OpSignature(2, args=("start", "end", "step"), attrs=("axis",)),
+    "relax.collapse_sum_to": OpSignature(1, args=("shape",)),
+    "relax.zeros_like": OpSignature(1, attrs=("dtype",)),
+    "relax.ones_like": OpSignature(1, attrs=("dtype",)),
+    "relax.nn.dropout": OpSignature(1, attrs=("rate",)),
+    "relax.image.resize3d": OpSignature(1, args=("size",), attrs=(
+        "roi", "layout", "method", "coordinate_transformation_mode", "rounding_method",
+        "cubic_alpha", "cubic_exclude", "extrapolation_value", "out_dtype")),
+    "relax.image.affine_grid": OpSignature(1, args=("size",), attrs=("align_corners",)),
+    "relax.nn.attention": OpSignature(3, attrs=("scale", "causal_mask", "window_size")),
 }

@@ -31,6 +31,7 @@ from generators.gencog.solve import (Session, SolveError, first_input_ok, solve,
                                      solve_initial)
 from generators.gencog.spec import (ALL_DTYPES, INPUT_MAX_ELEMS, MAX_ELEMS, TypeSpec)
 from generators.graph import GET_ITEM, Graph, Node, TensorSpec, union
+from generators.importer import import_module
 from tvtv.ir import tvm_bridge
 
 N_FAST = 15
@@ -178,6 +179,36 @@ def test_spec_table_covers_gencogs_families():
     assert "linear" in OPS
 
 
+def test_spec_table_covers_relax_era_ops():
+    """The ops Relax added beyond GenCoG's Relay table (generators/gencog/ops_relax.py)."""
+    relax_era = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh",
+                 "nn.softplus", "nn.selu", "nn.gelu_tanh", "atan2", "mod", "log_add_exp",
+                 "outer", "cumsum", "cumprod", "sort", "argsort", "topk", "median", "tril",
+                 "triu", "stack", "meshgrid", "einsum", "slice_scatter", "collapse_sum_to",
+                 "zeros_like", "ones_like", "nn.dropout", "image.resize3d",
+                 "image.affine_grid", "nn.attention"]
+    for r in relax_era:
+        assert f"relax.{r}" in OPS, r
+    # every spec'd op is one tvtv encodes, so generated graphs stay checkable
+    from tvtv.encode import registry
+    encoded = set(registry.supported_ops())
+    assert [n for n in OPS if n != "linear" and n not in encoded] == []
+
+
+def test_meshgrid_spec_avoids_tvms_xy_type_inference():
+    """TVM 0.27 types meshgrid "xy" with the "ij" shape (docs/findings.md): the spec only
+    solves "xy" where the first two lengths are equal, so emit's type check passes."""
+    spec = OPS["relax.meshgrid"].spec
+    xy = 0
+    for seed in range(40):
+        sol = solve(spec, {}, random.Random(seed), in_num=2)
+        if sol.attrs["indexing"] == "xy":
+            xy += 1
+            assert sol.in_types[0].shape == sol.in_types[1].shape
+            emit(call_graph("relax.meshgrid", sol), check_types=True)
+    assert xy >= 1
+
+
 def _dtypes_of(name: str) -> list[str]:
     return [d for d in ALL_DTYPES if any(first_input_ok(name, r, d) for r in range(1, 6))]
 
@@ -199,7 +230,8 @@ def _solved_calls(name: str, n: int) -> list:
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_each_spec_solves_and_type_checks_in_tvm(name):
     """Several solved calls per spec (different seeds, every accepted dtype): TVM infers
-    exactly the spec's output types (emit checks), and LegalizeOps keeps them."""
+    exactly the spec's output types (emit checks), LegalizeOps keeps them, and importing the
+    emitted call gives back the same graph."""
     sols = _solved_calls(name, max(4, len(_dtypes_of(name))))
     seen = set()
     for sol in sols:
@@ -208,6 +240,7 @@ def test_each_spec_solves_and_type_checks_in_tvm(name):
         assert tvm_bridge.is_well_formed(mod)
         legal = relax.transform.LegalizeOps()(mod)
         assert str(legal["main"].ret_ty) == str(mod["main"].ret_ty)
+        assert import_module(mod).to_dict() == g.to_dict()  # attributes in canonical form
         seen.add(json.dumps([sol.attrs, [str(t) for t in sol.in_types]], default=str))
     assert len(seen) >= 2, "the solver should not always give the same call"
 

@@ -542,4 +542,7 @@ register("nn.group_norm", _group_norm)
 register("nn.rms_norm", _rms_norm)
 register("image.resize2d", _resize2d)
 
+# the Relax-era ops (generators/gencog/ops_relax.py) register into the same table
+from generators.gencog import ops_relax  # noqa: E402,F401
+
 __all__ = ["OPS"]

@@ -152,9 +152,12 @@ MEANINGS: dict[str, str] = {
                       "docs/findings.md)"),
     "relax.topk": ("not lowered, as sort (DispatchSortScan's kernel is NaN-blind, crashes on "
                    "k < 0 and returns more than k = n columns for k > n: docs/findings.md)"),
-    "relax.median": ("unknown: the legalization sorts with topi.argsort, a call_packed of the "
-                     "C++ kernel tvm.contrib.sort.argsort, which is not TIR (run on the VM: "
-                     "NaN-blind, and several axes reduce only the first: docs/findings.md)"),
+    "relax.median": ("the legalization sorts with topi.argsort, a call_packed of the C++ "
+                     "kernel tvm.contrib.sort.argsort, which the TIR encoder models (its stable "
+                     "order off NaN, any order in a row with NaN): proved on integers and "
+                     "under no-nan; refuted on a row with NaN, where the kernel is NaN-blind "
+                     "and torch.median's NaN is lost (docs/findings.md; several axes reduce "
+                     "only the first, also there)"),
     "relax.hamming_window": ("the legalization rounds the angle twice, fl(fl(2 pi) * n) / "
                              "(M - 1), one ulp off the nearest float32 at n = 5 for M = 7, and "
                              "the cosine of that angle differs in the last bits of the window "
@@ -376,7 +379,7 @@ def render(ops: Sequence[str], sections: list[tuple[str, list[str], list[Outcome
         "TVM's CPU code). Every op of tvtv's encoder set (`tvtv.encode.registry."
         "supported_ops()`, "
         f"{len(ops)} ops) on at least three shapes / attribute sets: GenCoG's op specifications "
-        "solved with fixed seeds where GenCoG has the op, hand-written cases otherwise "
+        "solved with fixed seeds, or hand-written cases where the op has them "
         "(`bench/legalize_cases.py`); tensors of at most 64 elements. Verdicts come from "
         "`tvtv.verify`, which also runs every counterexample on the TVM VM.", "",
         "Outcomes: **proved**; **counterexample** (the values, the inputs, and whether the VM "

@@ -12,8 +12,11 @@ dtypes, shapes and attributes), the abstract model forced to the reference, wron
 expectations rejected, the TVM VM (agrees off NaN; its NaN behaviour is pinned as findings),
 Relax-level identities through tvtv.verify (sort = gather_elements(x, argsort(x)), ...), and
 what tvtv says of TVM's lowerings: LegalizeOps leaves sort/argsort/topk untouched (proved,
-trivially), DispatchSortScan and median's legalization call `tvm.contrib.sort.*` through
-`call_packed`, which the TIR encoder cannot read (unknown, with that reason).
+trivially); median's legalization and DispatchSortScan's argsort call the C++ kernel
+`tvm.contrib.sort.argsort` through `call_packed`, which the TIR encoder models (stable order
+off NaN, arbitrary positions in a row with NaN): proved under no-nan, refuted on NaN and
+confirmed on the VM, and a kernel called in the wrong direction is refuted; DispatchSortScan's
+sort and topk call other kernels the encoder cannot read (unknown, with that reason).
 """
 from __future__ import annotations
 
@@ -420,27 +423,105 @@ def test_legalize_ops_leaves_sorting_alone(name: str) -> None:
     assert r.verdict == "proved", r.to_dict()
 
 
-@pytest.mark.parametrize("name", sorted(LOWERED))
+def assert_refuted_on_nan(r: Any) -> None:
+    """Not proved: a counterexample with a NaN input confirmed on the VM, or, where the
+    solver picked a row the kernel happens to order right (its NaN order is left open in the
+    encoding: any permutation), that counterexample left unconfirmed (unknown, saying so)."""
+    d = r.to_dict()
+    if r.verdict == "counterexample":
+        assert r.confirmed is True and "nan" in str(d["inputs"]), d
+    else:
+        assert r.verdict == "unknown" and "unconfirmed counterexample" in r.reason, d
+
+
+def dispatched(mod: Any) -> Any:
+    """`mod` after DispatchSortScan (run inside relax.build for llvm)."""
+    with tvm.target.Target("llvm"):
+        return relax.backend.DispatchSortScan()(mod)
+
+
+@pytest.mark.parametrize("name", ["sort", "topk"])
 def test_dispatched_sort_is_unknown(name: str) -> None:
-    """DispatchSortScan (run inside relax.build) lowers to a `call_packed` of
-    tvm.contrib.sort.*: the TIR encoder cannot read it, so the verdict is unknown, naming it."""
+    """DispatchSortScan lowers sort and topk to a `call_packed` of tvm.contrib.sort.sort /
+    topk: the TIR encoder cannot read those kernels, so the verdict is unknown, naming them."""
     make, dtype, packed = LOWERED[name]
     mod = typed_module(make, ((2, 4), dtype))
-    with tvm.target.Target("llvm"):
-        lowered = relax.backend.DispatchSortScan()(mod)
-    (r,) = tvtv.verify(mod, lowered, timeout=20).results
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=20).results
     assert r.verdict == "unknown", r.to_dict()
     assert "call_packed" in r.reason and packed in r.reason, r.reason
 
 
-@pytest.mark.parametrize("axis", [1, None])
-def test_legalized_median_is_unknown(axis: Any) -> None:
+def test_dispatched_argsort_is_proved_on_integers() -> None:
+    """DispatchSortScan's argsort is the kernel tvm.contrib.sort.argsort, which the TIR
+    encoder models: on int32 (no NaN) it refines the spec, descending ties included."""
+    make, dtype, _ = LOWERED["argsort"]
+    mod = typed_module(make, ((2, 4), dtype))
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_dispatched_argsort_is_refuted_on_nan_and_proved_without() -> None:
+    """On float32 the kernel's NaN-blind comparator leaves a row with NaN in an unspecified
+    order: refuted on a NaN input (the finding of test_vm_argsort_nan_finding, found by the
+    checker; confirmed when the solver's row is one the kernel visibly misorders); proved
+    under no-nan."""
+    mod = typed_module(lambda p: O.argsort(p, -1, False, "int32"), ((1, 3), "float32"))
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=30).results
+    assert_refuted_on_nan(r)
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=30, assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_confirmation_looks_past_an_element_where_the_kernel_happens_to_agree() -> None:
+    """The target's order of a row with NaN is left open, so the solver may name an element
+    where the VM's run agrees with the spec: argsort([1, nan, 2]) is [0, 2, 1] (NaN last), the
+    kernel gives [0, 1, 2]. Named at (0, 0), confirmation finds (0, 1) on the same inputs."""
+    from tvtv import confirm
+    from tvtv.report import Counterexample
+    mod = typed_module(lambda p: O.argsort(p, -1, False, "int32"), ((1, 3), "float32"))
+    x = np.array([[1.0, NAN, 2.0]], f32)
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", {"p0": x}, 0, (0, 0))
+    c = confirm.confirm_case(mod, dispatched(mod), "main", ["p0"], cex)
+    assert c.confirmed is True and c.by == "spec-vs-vm", c
+    assert tuple(cex.index) == (0, 1) and cex.executed_values == (2, 1), cex
+    # where the run agrees everywhere (no NaN before a number), nothing is confirmed
+    y = np.array([[1.0, 2.0, NAN]], f32)
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", {"p0": y}, 0, (0, 0))
+    c = confirm.confirm_case(mod, dispatched(mod), "main", ["p0"], cex)
+    assert c.confirmed is not True, c
+
+
+@pytest.mark.parametrize("axis,shape,dtype", [(1, (2, 4), "float32"), (None, (2, 4), "float32"),
+                                              (0, (3, 2), "int32")])
+def test_legalized_median_refines_off_nan(axis: Any, shape: tuple, dtype: str) -> None:
     """LegalizeOps lowers median to topi.argsort (a `call_packed` of
-    tvm.contrib.sort.argsort) and gathers: unknown, with that reason."""
-    mod = typed_module(lambda p: O.median(p, axis, False), ((2, 4), "float32"))
-    (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=20).results
-    assert r.verdict == "unknown", r.to_dict()
-    assert "call_packed" in r.reason and "tvm.contrib.sort.argsort" in r.reason, r.reason
+    tvm.contrib.sort.argsort) and gathers element (n - 1) // 2: proved (under no-nan for
+    floats, where the kernel's order is the stable one)."""
+    mod = typed_module(lambda p: O.median(p, axis, False), (shape, dtype))
+    (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=30,
+                       assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_legalized_median_is_refuted_on_nan() -> None:
+    """With a NaN in a row, torch.median's NaN (and first NaN index) is not what the
+    NaN-blind kernel gives: refuted on a NaN input (the finding of
+    test_vm_median_nan_finding, found by the checker)."""
+    mod = typed_module(lambda p: O.median(p, 1, False), ((2, 4), "float32"))
+    (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=30).results
+    assert_refuted_on_nan(r)
+
+
+def test_median_with_the_kernel_called_descending_is_refuted() -> None:
+    """Broken twin: the legalized median with the argsort kernel's `is_ascend` flipped picks
+    element (n - 1) // 2 of the descending order, the upper median for even n: refuted
+    under no-nan and confirmed on the VM."""
+    mod = typed_module(lambda p: O.median(p, 1, False), ((2, 4), "float32"))
+    text = relax.transform.LegalizeOps()(mod).script()
+    assert text.count("T.bool(True))") == 1
+    broken = tvm_bridge.parse_script(text.replace("T.bool(True))", "T.bool(False))"))
+    (r,) = tvtv.verify(mod, broken, timeout=30, assume=["no-nan"]).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
 
 
 # A readable lowering: the encoder's own algorithm in TIR (an integer rank reduction, then a

@@ -21,8 +21,10 @@ as `confirmed_by`):
    * ``"ieee-spec"``: the source's specification and the target, both evaluated, differ at the
      counterexample's element (uninterpreted functions such as exp only count when the
      element does not depend on them);
-   * ``"spec-vs-vm"``: the target cannot be evaluated (an encoder gap) but its execution on the
-     VM differs from the IEEE evaluation of the source's specification.
+   * ``"spec-vs-vm"``: the target cannot be evaluated (an encoder gap, or contents the target
+     leaves unspecified: a sort kernel's order of a row with NaN) but its execution on the VM
+     differs from the IEEE evaluation of the source's specification, at the counterexample's
+     element or, failing that, at another element of the same output (re-pointed there).
    If the target's evaluation equals the source's specification, the difference is not the
    pass's (the VM's legalization may still depart from the specification: that is a
    LegalizeOps matter, reported when LegalizeOps is the pass checked).
@@ -363,6 +365,47 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
     return None
 
 
+def _spec_vs_vm_elsewhere(before: Any, after: Any, fname: str, args: dict[str, Any],
+                          cex: Counterexample, ran: np.ndarray,
+                          assume: tuple[str, ...]) -> Confirmation | None:
+    """Another element of `cex`'s output, on `cex`'s inputs, where the source's specification
+    is known, the target's evaluation is not, and the target's execution on the VM (`ran`)
+    differs from the specification; `cex` is re-pointed at it. For a target whose value
+    there is left open (a kernel's unspecified order of a row with NaN: any permutation), the
+    solver may name an element where the run happens to agree while another in the same
+    output does not. None if there is none (or the output is above `SPEC_COMPARE_BOUND`)."""
+    from tvtv.encode.values import flatten
+
+    k = cex.output
+    try:
+        sval, sctx = _ieee_run(before, fname, args)
+        if not z3.is_true(z3.simplify(sctx.well_defined())):
+            return None
+        src = flatten(sval)[k]
+    except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception, IndexError):
+        return None
+    if src.numel > SPEC_COMPARE_BOUND or tuple(src.shape) != tuple(ran.shape):
+        return None
+    try:
+        tval, tctx = _ieee_run(after, fname, args)
+        tgt = flatten(tval)[k] if z3.is_true(z3.simplify(tctx.well_defined())) else None
+    except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception, IndexError):
+        tgt = None
+    flat_ran = ran.reshape(-1)
+    for i in range(src.numel):
+        spec = exact_value(src.at(i), src.dtype)
+        if spec is None or (tgt is not None and exact_value(tgt.at(i), tgt.dtype) is not None):
+            continue
+        got = py_value(flat_ran[i])
+        if counts(spec, got, assume):
+            idx = tuple(int(d) for d in np.unravel_index(i, src.shape)) if src.shape else ()
+            cex.index, cex.source_value, cex.target_value = idx, spec, got
+            cex.executed_values, cex.confirmed_ieee = (spec, got), None
+            cex.message = f"output {k} differs at index {idx} (the target's run on the solver's inputs)"
+            return Confirmation(True, "spec-vs-vm", f"source specification {spec!r}, target on the VM {got!r} at {idx}")
+    return None
+
+
 def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
                  cex: Counterexample, assume: tuple[str, ...] = ()) -> Confirmation:
     """Decide whether `cex` is real (see the module docstring) under the assumptions
@@ -432,6 +475,9 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
                 if counts(spec, vm_val, assume):
                     cex.executed_values = (spec, vm_val)
                     return Confirmation(True, "spec-vs-vm", f"source specification {spec!r}, target on the VM {vm_val!r}")
+                found = _spec_vs_vm_elsewhere(before, after, fname, args, cex, tgt[cex.output], assume)
+                if found is not None:
+                    return found
             any_ran = True
     # the specification with TVM's own exp, erf, ... against the target's runs; not under
     # op-rounding, which lets an operator's rounding differ from its specification's, and

@@ -199,7 +199,19 @@ class Nop:
     """`T.evaluate(0)` and friends."""
 
 
-Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop]
+@dataclass(frozen=True)
+class ExternArgsort:
+    """`T.call_packed("tvm.contrib.sort.argsort", data, out, axis, is_ascend)`: topi.argsort's
+    CPU kernel (compiled C++, not TIR) writing, for every row of `data` along `axis`, the
+    row's positions in sorted order into `out` (buffer ids, both of the same shape)."""
+
+    data: str
+    out: str
+    axis: int
+    ascending: bool
+
+
+Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop, ExternArgsort]
 
 
 @dataclass(frozen=True)

@@ -120,11 +120,46 @@ class _TIRReader:
             op = getattr(getattr(s.value, "op", None), "name", "")
             if op.endswith("call_packed") and s.value.args and \
                     type(s.value.args[0]).__name__ == "StringImm":
-                # topi's extern kernels (tvm.contrib.sort.*): compiled C++, not TIR
+                # topi's extern kernels (tvm.contrib.sort.*): compiled C++, not TIR; the one
+                # LegalizeOps emits (median's argsort) has its own statement
+                if s.value.args[0].value == "tvm.contrib.sort.argsort":
+                    return self.extern_argsort(s.value.args)
                 raise self.fail(f"call_packed of the external function {s.value.args[0].value}")
             text = str(s.value)
             raise self.fail(f"statement T.evaluate({text[:160]}{'...' if len(text) > 160 else ''})")
         raise self.fail(f"statement {kind}")
+
+    def packed_array(self, arg: Any) -> T.Buffer:
+        """The buffer behind `T.tvm_stack_make_array(buf.data, shape, strides, ndim, dtype,
+        offset)`: a whole, dense buffer of a declared shape, or `Unsupported`."""
+        if getattr(getattr(arg, "op", None), "name", "") != "tirx.tvm_stack_make_array" \
+                or len(arg.args) != 6:
+            raise self.fail(f"packed-call argument {arg}")
+        data, shape, strides, ndim, _, offset = arg.args
+        if getattr(getattr(data, "op", None), "name", "") != "tirx.buffer_data" \
+                or data.args[0] not in self.buffers:
+            raise self.fail(f"packed-call array of {data}")
+        buf = self.buffers[data.args[0]]
+        dims = tuple(_int(d, "packed-call array shape") for d in shape.args)
+        if dims != buf.shape or _int(ndim, "packed-call array rank") != len(buf.shape) \
+                or _int(strides, "packed-call array strides") != 0 \
+                or _int(offset, "packed-call array offset") != 0:
+            raise self.fail(f"packed-call array of {buf.name} that is not the whole buffer")
+        return buf
+
+    def extern_argsort(self, args: Any) -> T.ExternArgsort:
+        """`tvm.contrib.sort.argsort(data, out, axis, is_ascend)` (src/runtime/contrib/sort/
+        sort.cc: std::stable_sort of each row with `<`, or `>` when descending)."""
+        if len(args) != 5:
+            raise self.fail(f"tvm.contrib.sort.argsort with {len(args) - 1} arguments")
+        data, out = self.packed_array(args[1]), self.packed_array(args[2])
+        if data.shape != out.shape:
+            raise self.fail("tvm.contrib.sort.argsort into a buffer of another shape")
+        axis = _int(args[3], "argsort axis")
+        axis = axis + len(data.shape) if axis < 0 else axis
+        if not 0 <= axis < len(data.shape):
+            raise self.fail(f"tvm.contrib.sort.argsort along axis {axis}")
+        return T.ExternArgsort(data.id, out.id, axis, bool(_int(args[4], "argsort direction")))
 
     def block(self, realize: Any) -> T.Block:
         b = realize.block

@@ -22,7 +22,8 @@ them into topi.sort/argsort/topk inside `relax.build`, i.e. a `call_packed` to
 tvm.contrib.sort.*, a std::stable_sort with `<` / `>` comparators). Off NaN that run agrees
 with the spec, ties and -0.0/+0.0 included, in both directions; a NaN breaks its
 comparator's strict weak order and the output is not sorted (findings, pinned in the tests).
-median *is* legalized: topi.argsort (the same `call_packed`) then gathers.
+median *is* legalized: topi.argsort (the same `call_packed`) then gathers; the TIR interpreter
+models that kernel with `sorted_along` (`PrimFuncEncoder.extern_argsort`).
 """
 from __future__ import annotations
 

@@ -22,8 +22,9 @@ positions read from an index tensor) is unrolled over its loops' iterations, at 
 `UNROLLED_STORES` (`write_unrolled`). A loop whose body allocates local buffers or runs a
 `while` loop (the IR-builder TIR of topi.searchsorted, LegalizeOps' bucketize) is a *scalar
 program*, run once over a symbolic iteration (`program.py`; its `while` unrolled until a solver
-shows the condition false, at most `WHILE_ROUNDS` rounds). Everything else raises
-`Unsupported` naming the PrimFunc and block.
+shows the condition false, at most `WHILE_ROUNDS` rounds). The one compiled kernel LegalizeOps
+calls, `tvm.contrib.sort.argsort` (median's sort), is modelled (`extern_argsort`). Everything
+else raises `Unsupported` naming the PrimFunc and block.
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_bool, is_float, i
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
-from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, ravel, unravel
+from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
+from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import intrinsics
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
@@ -202,8 +204,43 @@ class PrimFuncEncoder:
             self.write(s, None, loops, {}, [])
         elif isinstance(s, T.Nop):
             pass
+        elif isinstance(s, T.ExternArgsort):
+            self.extern_argsort(s, loops)
         else:
             raise self.fail(f"statement {type(s).__name__}")
+
+    def extern_argsort(self, s: T.ExternArgsort, loops: list[Loop]) -> None:
+        """topi.argsort's CPU kernel, tvm.contrib.sort.argsort: std::stable_sort of each row
+        with `<` (ascending) or `>` (descending), the row's positions written to `out`.
+
+        Off NaN that is the stable order of `sorting.sorted_along`, ties (-0.0/+0.0 too) in
+        input order in both directions (measured on the VM: tests/test_ops_sorting.py). A NaN
+        makes `<` no strict weak order (it compares false both ways), which leaves std::
+        stable_sort's result unspecified: a row holding a NaN gets an arbitrary permutation,
+        modelled as arbitrary positions in [0, n) (a fresh array), so a source that pins
+        those positions (numpy's NaN-last order) differs from the target there."""
+        if loops:
+            raise self.fail("tvm.contrib.sort.argsort inside a loop")
+        x, out = self.state[s.data], self.buffers[s.out]
+        n = x.shape[s.axis]
+        if n > SORT_BOUND:
+            raise self.fail(f"tvm.contrib.sort.argsort along an axis of {n} elements (limit "
+                            f"{SORT_BOUND}: the encoding compares every pair)")
+        if not is_int(out.dtype):
+            raise self.fail(f"tvm.contrib.sort.argsort into a buffer of {out.dtype}")
+        order = sorted_along(self.ctx, x, s.axis, not s.ascending, n, out.dtype)
+        if is_float(x.dtype):
+            dom, odom = self.ctx.dom(x.dtype), self.ctx.dom(out.dtype)
+            arbitrary = self.undefined(out)
+
+            def elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
+                row = [x.at_multi(ix[:s.axis] + [idx(m)] + ix[s.axis + 1:]) for m in range(n)]
+                a = arbitrary.at_multi(ix)
+                some = z3.If(z3.ULT(a, odom.const(n)), a, odom.const(0))
+                return z3.If(z3.Or(*[dom.is_nan(v) for v in row]), some, order.at_multi(ix))
+            order = Tensor.from_fn(x.shape, out.dtype, elem)
+        self.state[s.out] = order
+        self.readers[s.out] = _array_reader(order)
 
     def adopt_init(self, store: T.Store, red: list[Loop], binding: dict[str, Loop | int]) -> T.Store:
         """The enclosing scope block's init, as the init of `store` (which must accumulate

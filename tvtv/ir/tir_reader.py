@@ -65,6 +65,9 @@ class _TIRReader:
         self.buffers[v] = buf
         return buf
 
+    def buffer_dtype(self, v: Any) -> str:
+        return self.buffers[v].dtype if v in self.buffers else ""
+
     def known_buffer(self, v: Any) -> str:
         if v not in self.buffers:
             raise self.fail(f"access to undeclared buffer {getattr(v, 'name', v)}")
@@ -97,7 +100,10 @@ class _TIRReader:
         if kind == "SBlockRealize":
             return self.block(s)
         if kind == "BufferStore":
-            return T.Store(self.known_buffer(s.buffer), self.exprs(s.indices), self.expr(s.value))
+            value = s.value
+            if self.buffer_dtype(s.buffer).startswith(("float", "bfloat")):
+                value = as_compiled(value)
+            return T.Store(self.known_buffer(s.buffer), self.exprs(s.indices), self.expr(value))
         if kind == "IfThenElse":
             return T.IfStmt(self.expr(s.condition), self.stmt(s.then_case),
                             None if s.else_case is None else self.stmt(s.else_case))
@@ -243,8 +249,21 @@ _EXPR_READERS: dict[str, Callable[[_TIRReader, Any], T.Expr]] = {
 }
 
 
+def as_compiled(value: Any) -> Any:
+    """A float expression as TVM's CPU code computes it: after TVM's arithmetic simplifier
+    (`tvm.sym.Analyzer.simplify`, what relax.build's `StmtSimplify` applies before code
+    generation). It rewrites floats as if they were real numbers (measured on the VM,
+    tests/test_tir_simplify.py): `a - a` and `a * 0` become 0, `a + 0` becomes `a` (so
+    -0.0 + 0 stays -0.0), `(a + c) - c` becomes `a`, `a == a` true, even where a is NaN or
+    infinite. Two buffers are two names: `p0[i] - p1[i]` called with one tensor twice is not
+    rewritten. Only stored float values are simplified here (the float rewrites need no
+    context); index expressions are read as written, their integer arithmetic is exact."""
+    return tvm.sym.Analyzer().simplify(value)
+
+
 def read_prim_func(name: str, f: Any) -> T.PrimFunc:
-    """The PrimFunc `f` (global name `name`) in tvtv's TIR picture, or `Unsupported`."""
+    """The PrimFunc `f` (global name `name`) in tvtv's TIR picture, or `Unsupported`; stored
+    float values as TVM's simplifier leaves them (`as_compiled`)."""
     r = _TIRReader(name)
     params = []
     for p in f.params:

@@ -453,18 +453,22 @@ def _rms_norm() -> TypeSpec:
         extra=[IN[1].rank == Len(a("axes")), IN[1].shape == gshape], out_shapes=[s0])
 
 
+def resize_attrs(n: int) -> list[tuple[str, Any]]:
+    """The attributes of resize2d (n = 2, NCHW) and resize3d (n = 3, NCDHW)."""
+    return [("size", ListGen(n, lambda _: Var(INT, ran=(1, MAX_DIM)))),
+            ("roi", Const([0.0] * (2 * n))), ("layout", Const("NCHW" if n == 2 else "NCDHW")),
+            ("method", Var(STR, choices=("nearest_neighbor", "linear", "cubic"))),
+            ("coordinate_transformation_mode",
+             Var(STR, choices=("half_pixel", "align_corners", "asymmetric"))),
+            ("rounding_method", Var(STR, choices=("round", "floor", "ceil"))),
+            ("cubic_alpha", Var(FLOAT, choices=(-0.5, -0.75))), ("cubic_exclude", Const(0)),
+            ("extrapolation_value", Const(0.0)), ("out_dtype", Const(None))]
+
+
 def _resize2d() -> TypeSpec:
     size = a("size")
     return TypeSpec(
-        attrs=[("size", ListGen(2, lambda _: Var(INT, ran=(1, MAX_DIM)))),
-               ("roi", Const([0.0, 0.0, 0.0, 0.0])), ("layout", Const("NCHW")),
-               ("method", Var(STR, choices=("nearest_neighbor", "linear", "cubic"))),
-               ("coordinate_transformation_mode",
-                Var(STR, choices=("half_pixel", "align_corners", "asymmetric"))),
-               ("rounding_method", Var(STR, choices=("round", "floor", "ceil"))),
-               ("cubic_alpha", Var(FLOAT, choices=(-0.5, -0.75))), ("cubic_exclude", Const(0)),
-               ("extrapolation_value", Const(0.0)), ("out_dtype", Const(None))],
-        dtypes=NUMERIC, rank_range=(4, 4),
+        attrs=resize_attrs(2), dtypes=NUMERIC, rank_range=(4, 4),
         # align_corners scales by (in-1)/(out-1): no output dim of 1
         extra=[Or(a("coordinate_transformation_mode") != "align_corners",
                   And(size[0] > 1, size[1] > 1))],

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from generators.gencog.expr import (BOOL as KBOOL, DTYPE, FLOAT, IN, INT, OUT, STR, And, Concat,
                                     Cond, Const, Expr, ForAll, List, ListGen, Map, Not, Or, Range,
                                     Var, a)
-from generators.gencog.ops import _binary, _kept_dims, _same
+from generators.gencog.ops import _binary, _kept_dims, _same, resize_attrs
 from generators.gencog.spec import (ALL_DTYPES, BF16, F16, F32, FLOATS, I32, I64, MAX_DIM,
                                     MAX_RANK, NUMERIC, TypeSpec, register)
 
@@ -196,15 +196,7 @@ def _dropout() -> TypeSpec:
 def _resize3d() -> TypeSpec:
     size = a("size")
     return TypeSpec(
-        attrs=[("size", ListGen(3, lambda _: Var(INT, ran=(1, MAX_DIM)))),
-               ("roi", Const([0.0] * 6)), ("layout", Const("NCDHW")),
-               ("method", Var(STR, choices=("nearest_neighbor", "linear", "cubic"))),
-               ("coordinate_transformation_mode",
-                Var(STR, choices=("half_pixel", "align_corners", "asymmetric"))),
-               ("rounding_method", Var(STR, choices=("round", "floor", "ceil"))),
-               ("cubic_alpha", Var(FLOAT, choices=(-0.5, -0.75))), ("cubic_exclude", Const(0)),
-               ("extrapolation_value", Const(0.0)), ("out_dtype", Const(None))],
-        dtypes=NUMERIC, rank_range=(5, 5),
+        attrs=resize_attrs(3), dtypes=NUMERIC, rank_range=(5, 5),
         extra=[Or(a("coordinate_transformation_mode") != "align_corners",
                   And(size[0] > 1, size[1] > 1, size[2] > 1)),
                Or(a("method") == "nearest_neighbor", IN[0].dtype == F32, IN[0].dtype == F16,

@@ -39,6 +39,7 @@ class _TIRReader:
         self.where = name
         self.ids: dict[Any, str] = {}
         self.buffers: dict[Any, T.Buffer] = {}
+        self.analyzer = tvm.sym.Analyzer()   # no bindings: only context-free rewrites
         self.counter = itertools.count()
 
     def fail(self, what: str) -> Unsupported:
@@ -64,9 +65,6 @@ class _TIRReader:
         buf = T.Buffer(f"{v.name}%{next(self.counter)}", shape, str(ty.dtype))
         self.buffers[v] = buf
         return buf
-
-    def buffer_dtype(self, v: Any) -> str:
-        return self.buffers[v].dtype if v in self.buffers else ""
 
     def known_buffer(self, v: Any) -> str:
         if v not in self.buffers:
@@ -100,10 +98,11 @@ class _TIRReader:
         if kind == "SBlockRealize":
             return self.block(s)
         if kind == "BufferStore":
+            buf = self.known_buffer(s.buffer)
             value = s.value
-            if self.buffer_dtype(s.buffer).startswith(("float", "bfloat")):
-                value = as_compiled(value)
-            return T.Store(self.known_buffer(s.buffer), self.exprs(s.indices), self.expr(value))
+            if self.buffers[s.buffer].dtype.startswith(("float", "bfloat")):
+                value = as_compiled(value, self.analyzer)
+            return T.Store(buf, self.exprs(s.indices), self.expr(value))
         if kind == "IfThenElse":
             return T.IfStmt(self.expr(s.condition), self.stmt(s.then_case),
                             None if s.else_case is None else self.stmt(s.else_case))
@@ -249,7 +248,7 @@ _EXPR_READERS: dict[str, Callable[[_TIRReader, Any], T.Expr]] = {
 }
 
 
-def as_compiled(value: Any) -> Any:
+def as_compiled(value: Any, analyzer: Any) -> Any:
     """A float expression as TVM's CPU code computes it: after TVM's arithmetic simplifier
     (`tvm.sym.Analyzer.simplify`, what relax.build's `StmtSimplify` applies before code
     generation). It rewrites floats as if they were real numbers (measured on the VM,
@@ -257,8 +256,10 @@ def as_compiled(value: Any) -> Any:
     -0.0 + 0 stays -0.0), `(a + c) - c` becomes `a`, `a == a` true, even where a is NaN or
     infinite. Two buffers are two names: `p0[i] - p1[i]` called with one tensor twice is not
     rewritten. Only stored float values are simplified here (the float rewrites need no
-    context); index expressions are read as written, their integer arithmetic is exact."""
-    return tvm.sym.Analyzer().simplify(value)
+    context, so `analyzer` has no loop bounds bound); the indices of the loads inside such a
+    value are simplified with it (integer rewrites, exact), the store's own indices and
+    other statements are read as written."""
+    return analyzer.simplify(value)
 
 
 def read_prim_func(name: str, f: Any) -> T.PrimFunc:

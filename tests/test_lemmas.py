@@ -695,7 +695,7 @@ def test_large_output_lemma_is_compared_term_by_term():
     assert refinement.ELEMENT_SPLIT_BOUND < n <= refinement.CANONICAL_BOUND
     opts = lemmas._lemma_options(Options())
     sized = lemmas._sized_options(opts, LargeSoftmax)
-    assert sized.budget == pytest.approx(lemmas.LEMMA_BUDGET * n / refinement.ELEMENT_SPLIT_BOUND)
+    assert sized.budget == pytest.approx(lemmas.LARGE_OUTPUT_BUDGET * n / refinement.ELEMENT_SPLIT_BOUND)
     assert lemmas._sized_options(opts, Softmax).budget == lemmas.LEMMA_BUDGET
     found = lemmas.prove_lemmas(LargeSoftmax, Options(assume=("no-nan", "no-inf", "per-operation")))
     assert found.proved_finite == ["relax.nn.softmax"], found.describe()

@@ -215,18 +215,27 @@ def output_elements(ty: P.Type) -> int:
     return 0
 
 
+# Seconds per ELEMENT_SPLIT_BOUND output elements by which a large output's lemma budget grows
+# beyond LEMMA_BUDGET (`_sized_options`). Canonicalizing such an output is mostly
+# `z3.simplify` and runs against the check's budget: a (3, 5, 7, 11) softmax's 1,155
+# elements took 1.3-1.9 s per 256 on the 2026-11-29 machine (8.8 s before any solving, more
+# than 6 s * 1155 / 1024), where an earlier machine needed 2.6-3.0 s for 1,512.
+LARGE_OUTPUT_BUDGET = 2 * LEMMA_BUDGET
+
+
 def _sized_options(opts: Any, single: Any) -> Any:
     """`opts` with the lemma budget grown in proportion to the operator's output beyond
     `ELEMENT_SPLIT_BOUND` elements, up to `CANONICAL_BOUND` (`tvtv.refinement`): such an
     output is compared one canonical term per element (measured: a (9, 7, 6, 4) softmax
     2.6-3.0 s and a (6, 4, 4, 21) layer_norm 5.6 s to compare, both then proved, where one
     query over a symbolic index timed out), and that work grows with the elements, not with
-    how hard the lemma is."""
+    how hard the lemma is (`LARGE_OUTPUT_BUDGET` per 1,024 elements)."""
     from tvtv.refinement import CANONICAL_BOUND, ELEMENT_SPLIT_BOUND
     n = output_elements(relax_reader.convert_type(single["main"].ret_ty))
     if opts.budget is None or n <= ELEMENT_SPLIT_BOUND:
         return opts
-    return dataclasses.replace(opts, budget=opts.budget * min(n, CANONICAL_BOUND) / ELEMENT_SPLIT_BOUND)
+    grown = max(opts.budget, LARGE_OUTPUT_BUDGET) * min(n, CANONICAL_BOUND) / ELEMENT_SPLIT_BOUND
+    return dataclasses.replace(opts, budget=grown)
 
 
 def _finite_attempts(options: Any) -> list[Any]:

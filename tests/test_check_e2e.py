@@ -27,7 +27,7 @@ def test_fuseops_on_50_generated_graphs(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(450)
 def test_broken_fuseops_is_caught_on_generated_graphs():
     """A FuseOps output whose fused functions receive their arguments swapped is not
     proved, unless the swap changes nothing: then execution on the VM must agree."""
@@ -79,7 +79,9 @@ def test_broken_fuseops_is_caught_on_generated_graphs():
             break
         else:
             continue
-        (r,) = tvtv.verify(src, broken, timeout=10, confirm_vm=False).results
+        # a budget per check keeps the test within its timeout on a slow machine (8 graphs
+        # with only a per-query timeout took over 300 s on 2026-11-29 beside a CI run)
+        (r,) = tvtv.verify(src, broken, timeout=10, budget=40, confirm_vm=False).results
         if r.verdict == "proved":
             # a swap may change nothing (graph 2: the operands of a 1x1x1 matmul, one
             # product); a proof that execution contradicts would be unsound
@@ -87,4 +89,6 @@ def test_broken_fuseops_is_caught_on_generated_graphs():
             harmless += 1
         else:   # a counterexample, or unknown when the solver runs out of time
             caught += 1
+        if caught >= 1 and caught + harmless >= 3:
+            break   # what the assertion below asks already holds
     assert caught >= 1 and caught + harmless >= 3, (caught, harmless)

@@ -18,11 +18,13 @@ $(STAMP): pyproject.toml
 check: $(STAMP)
 	$(BIN)/tvtv check --pass FuseOps --graphs 50 --seed 0 --json out/fuseops.json
 
+# two workers (pytest-xdist): the machines have 2 cores, and one process took close to CI's
+# 90 minutes on a slower one (2026-11-29)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/abstract_vs_ieee.py

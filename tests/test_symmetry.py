@@ -68,5 +68,7 @@ def test_one_broken_row_is_refuted_there():
     (r,) = tvtv.verify(SOFTMAX, broken, timeout=10, confirm=False, refine_to_ieee=False).results
     assert r.verdict == "counterexample", r.reason
     assert r.counterexample.index[0] == 2
-    assert r.counterexample.confirmed_by == "vm"
+    # confirmed by execution on the VM: on the solver's inputs, or (as in one CI run under
+    # load, 2026-11-29, where the solver's model made rows 1 and 2 sum alike) on drawn ones
+    assert r.counterexample.confirmed_by in ("vm", "vm-random-inputs"), r.to_dict()
     assert "symmetric elements: 4 proved in 2 queries over renamed inputs" in r.levels

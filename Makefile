@@ -20,11 +20,13 @@ check: $(STAMP)
 
 # two workers (pytest-xdist): the machines have 2 cores, and one process took close to CI's
 # 90 minutes on a slower one (2026-11-29)
+PYTEST := $(BIN)/python -m pytest -q -n 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2
+	$(PYTEST)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/abstract_vs_ieee.py

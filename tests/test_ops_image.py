@@ -268,7 +268,8 @@ def test_legalize_int8_nearest_is_unknown():
     source indices `T.Cast("int64", T.round(<float32 coordinate of v_i2/v_i3>))`. With int8
     data the checker's abstract model (6 magnitude bits) cannot exclude that the coordinate
     cast float32->int64 is of NaN/inf/out of range (undefined), and the IEEE model times out
-    (also with timeout=120: the IEEE sub-check stops at ~10 s), so the verdict is `unknown`,
+    (also with timeout=120 when its IEEE sub-check stopped at 10 s; now `refine_timeout`
+    gives it 40 s there, not re-measured), so the verdict is `unknown`,
     not a confirmed counterexample. The same module on float32 data is proved in 0.2 s; the
     encoder's int8 result agrees with the VM (test_nearest_small_integers)."""
     from tvm import relax

@@ -390,3 +390,14 @@ def test_abstract_counterexample_refined_to_ieee():
 
     assert verdict(E1, E2).verdict == "proved"
     assert verdict(E1, E2, fp="ieee").verdict == "proved"
+
+
+def test_refinement_queries_get_a_third_of_the_limit_at_least_10_s():
+    """The IEEE refinement after an abstract counterexample (and `separates`) gets
+    `refine_timeout`: 10 s under the default 30 s, more when the user allows more, never more
+    than the check's own limit."""
+    from tvtv.refinement import refine_timeout
+    assert refine_timeout(30.0) == 10.0
+    assert refine_timeout(120.0) == 40.0
+    assert refine_timeout(5.0) == 5.0
+    assert refine_timeout(12.0) == 10.0

@@ -21,7 +21,8 @@ err_console = Console(stderr=True, highlight=False)
 
 FP_HELP = ("float model: abstract (mlir-tv abstract floats, default), ieee (bit-exact) or real "
            "(correct up to rounding only)")
-TIMEOUT_HELP = "solver timeout per query, in seconds"
+TIMEOUT_HELP = ("solver timeout per query, in seconds (the IEEE re-check of an abstract "
+                "counterexample gets a third of it, at least 10 s)")
 
 
 def _fail(message: str) -> None:

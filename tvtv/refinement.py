@@ -714,6 +714,15 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
         _DEADLINE.reset(token)
 
 
+def refine_timeout(timeout: float) -> float:
+    """The per-query limit of the questions asked once the abstract model has found a
+    counterexample (the IEEE model's search, `separates`): a third of the check's limit
+    `timeout`, at least 10 s and never more than `timeout`. The default 30 s gives 10 s, which
+    keeps a real difference that IEEE cannot decide quick; a user who allows longer queries
+    (a float16 IEEE proof takes ~17-40 s depending on the machine) gets longer ones here too."""
+    return min(timeout, max(10.0, timeout / 3))
+
+
 def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options: Options,
                     pass_name: str | None, label: str | None, start: float) -> Result:
     label = label or name
@@ -758,7 +767,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
             abstract_cex: Counterexample | None = None
             enc = None
             while True:
-                timeout = options.timeout if abstract_cex is None else min(options.timeout, 10.0)
+                timeout = options.timeout if abstract_cex is None else refine_timeout(options.timeout)
                 try:
                     enc = _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, options.mag_bits)
                     levels.append(enc.level)
@@ -805,7 +814,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         cex.confirmed_ieee = abstract_cex.confirmed_ieee
                     elif cex.confirmed_ieee is None and at is not None:
                         cex.confirmed_ieee = separates(src_prog, src_fn, tgt_prog, tgt_fn, cex,
-                                                       timeout=min(options.timeout, 10.0), enc=at)
+                                                       timeout=refine_timeout(options.timeout), enc=at)
                 if cex.confirmed_ieee is not True \
                         and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                     levels.append("counterexample unconfirmed: refining")

@@ -20,7 +20,7 @@ check: $(STAMP)
 
 # two workers (pytest-xdist): the machines have 2 cores, and one process took close to CI's
 # 90 minutes on a slower one (2026-11-29)
-PYTEST := $(BIN)/python -m pytest -q -n 2
+PYTEST := $(BIN)/python -m pytest -q -n 2 --durations=40
 
 test: $(STAMP)
 	$(PYTEST)

@@ -364,7 +364,10 @@ def test_legalize_int32_wrap_is_reported() -> None:
     subtraction, found at x = -2^31 and confirmed on the VM."""
     mod = typed_module(lambda a: O.dequantize(a, relax.const(1.0, "float32"), relax.const(1, "int8"),
                                               axis=0, out_dtype="float32"), ((2,), "int32"))
-    (r,) = tvtv.verify(mod, legalized(mod), timeout=20, fp="ieee").results
+    # 60 s per query: the IEEE search took 8 s, 34 s and over 20 s (unknown) in three runs of
+    # this machine (2026-11-29; Python's hash seed changes the query's term order), and what
+    # is asserted is the verdict, not its speed
+    (r,) = tvtv.verify(mod, legalized(mod), timeout=60, fp="ieee").results
     assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
     assert -2**31 in r.to_dict()["inputs"]["p0"], r.to_dict()
 

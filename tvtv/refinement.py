@@ -717,9 +717,10 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
 def refine_timeout(timeout: float) -> float:
     """The per-query limit of the questions asked once the abstract model has found a
     counterexample (the IEEE model's search, `separates`): a third of the check's limit
-    `timeout`, at least 10 s and never more than `timeout`. The default 30 s gives 10 s, which
-    keeps a real difference that IEEE cannot decide quick; a user who allows longer queries
-    (a float16 IEEE proof takes ~17-40 s depending on the machine) gets longer ones here too."""
+    `timeout`, at least 10 s and never more than `timeout`. The default 30 s gives 10 s, so a
+    real difference that the IEEE model cannot decide still ends soon; a user who allows
+    longer queries gets longer ones here too (a float16 sort's IEEE proof took 17 s on one
+    machine and over 30 s on a slower one)."""
     return min(timeout, max(10.0, timeout / 3))
 
 

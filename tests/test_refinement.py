@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from tvm.script import ir as I
 from tvm.script import relax as R
 from tvm.script import tirx as T

@@ -2,7 +2,6 @@
 2 something unknown and nothing refuted, 3 bad input (always with a one-line message)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Callable, Optional

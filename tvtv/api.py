@@ -14,7 +14,7 @@ from tvtv.encode.function import operator_lemmas
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
-from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs, separates
+from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs, refine_timeout, separates
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -98,7 +98,7 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
         # execution shows in 3 s)
         if executed is not True and fn.name in tgt_prog.functions:
             cex.confirmed_ieee = separates(src_prog, fn, tgt_prog, tgt_prog.functions[fn.name], cex,
-                                           timeout=min(opts.timeout, 10.0))
+                                           timeout=refine_timeout(opts.timeout))
         return executed
 
     report = compose.verify_through(before, after, via, spec.name, label, step_check, shown, direct)

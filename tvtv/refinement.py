@@ -714,14 +714,21 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
         _DEADLINE.reset(token)
 
 
+# The IEEE re-check of an abstract counterexample gets this share of the check's per-query
+# limit, and at least REFINE_MIN_SECONDS (`refine_timeout`)
+REFINE_SHARE = 1 / 3
+REFINE_MIN_SECONDS = 10.0
+
+
 def refine_timeout(timeout: float) -> float:
     """The per-query limit of the questions asked once the abstract model has found a
-    counterexample (the IEEE model's search, `separates`): a third of the check's limit
-    `timeout`, at least 10 s and never more than `timeout`. The default 30 s gives 10 s, so a
+    counterexample (the IEEE model's search, `separates`, here and for a pass's chain of
+    steps in `tvtv.api`): a third of the check's limit `timeout`, at least 10 s and never
+    more than `timeout`. The default 30 s gives 10 s, so a
     real difference that the IEEE model cannot decide still ends soon; a user who allows
     longer queries gets longer ones here too (a float16 sort's IEEE proof took 17 s on one
     machine and over 30 s on a slower one)."""
-    return min(timeout, max(10.0, timeout / 3))
+    return min(timeout, max(REFINE_MIN_SECONDS, timeout * REFINE_SHARE))
 
 
 def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options: Options,

@@ -6,6 +6,7 @@ TVM's topi computes it): it shares no code with the encoder.
 """
 from __future__ import annotations
 
+import re
 
 import numpy as np
 import z3
@@ -266,12 +267,15 @@ def test_broken_legalization_is_refuted(name):
 def test_legalize_int8_nearest_is_unknown():
     """Pinned: int8 nearest legalizes to `T.Cast("int8", T.Cast("float32", x[...]))` with the
     source indices `T.Cast("int64", T.round(<float32 coordinate of v_i2/v_i3>))`. With int8
-    data the checker's abstract model (6 magnitude bits) cannot exclude that the coordinate
-    cast float32->int64 is of NaN/inf/out of range (undefined), and the IEEE model times out
-    (also with timeout=120 when its IEEE sub-check stopped at 10 s; now `refine_timeout`
-    gives it 40 s there, not re-measured), so the verdict is `unknown`,
-    not a confirmed counterexample. The same module on float32 data is proved in 0.2 s; the
-    encoder's int8 result agrees with the VM (test_nearest_small_integers)."""
+    data the checker's abstract model (6 magnitude bits) cannot exclude that a cast from
+    float32 is of NaN/inf/out of range (undefined): the coordinate's cast to int64, or the
+    data's cast back to int8 (never out of range in fact, since it holds an int8). Which of
+    the two the solver names depends on the query's term order (Python's hash seed; CI on
+    4ec24ed named the int8 one). The IEEE model times out (also with timeout=120 when its
+    IEEE sub-check stopped at 10 s; now `refine_timeout` gives it 40 s there, not
+    re-measured), so the verdict is `unknown`, not a confirmed counterexample. The same
+    module on float32 data is proved in 0.2 s; the encoder's int8 result agrees with the VM
+    (test_nearest_small_integers)."""
     from tvm import relax
 
     import tvtv
@@ -279,7 +283,8 @@ def test_legalize_int8_nearest_is_unknown():
                   coordinate_transformation_mode="half_pixel", rounding_method="round")
     (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=20).results
     assert r.verdict == "unknown", r.to_dict()
-    assert "astype float32->int64" in (r.reason or ""), r.reason
+    assert re.search(r"undefined where the source is defined: astype float32->int(8|64) of NaN",
+                     r.reason or ""), r.reason
 
 
 # == resize3d ==================================================================================

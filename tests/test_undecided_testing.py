@@ -87,3 +87,61 @@ def test_a_pipeline_step_left_undecided_is_tested_end_to_end():
                        timeout=0.001).results
     assert r.verdict == "unknown" and r.reason.startswith("LegalizeOps step: timeout"), r.to_dict()
     assert r.levels[-1] == "testing on drawn inputs: no difference shown"
+
+
+def _matmul_reordered():
+    """AdjustMatmulOrder's x@(a@b) case and its output (x@a)@b: the VM shows the rounding
+    difference on the first seeded random set."""
+    from tests.fp_pass_cases import CASES
+    from tvtv import passes
+    case = next(c for c in CASES if c.pass_name == "AdjustMatmulOrder" and c.label == "x@(a@b)")
+    src = case.build()
+    return src, tvm_bridge.apply(passes.get(case.pass_name).make(), src)
+
+
+def _undecided_with_candidate(src, reason="timeout after 10 s per query (timeout)"):
+    """An `unknown` as the ladder leaves it when its last level timed out after a coarser
+    one found a counterexample it could not confirm: all-ones inputs, output 0 at (0, 0)."""
+    from tvtv.ir import relax_reader
+    from tvtv.report import Counterexample, Result
+    (fn,) = relax_reader.read_module(src).public_functions()
+    inputs = {p.name: np.ones(p.ty.shape, "float32") for p in fn.params}
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", inputs, 0, (0, 0))
+    r = Result("main", None, "unknown", 1.0, reason)
+    r.candidate = cex
+    return r, fn
+
+
+def test_a_coarser_levels_counterexample_shown_by_execution_decides_an_undecided_check():
+    """`api._confirm_candidate`: the counterexample the ladder climbed past is run like any
+    other; the VM shows a difference (on seeded random inputs: all-ones sums are exact), so
+    the verdict is that counterexample, and the levels say the solver did not decide."""
+    from tvtv import api
+    from tvtv.refinement import Options
+    src, tgt = _matmul_reordered()
+    r, fn = _undecided_with_candidate(src)
+    api._confirm_candidate(r, src, tgt, fn, Options())
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert r.counterexample.confirmed_by == "vm-random-inputs"
+    assert r.candidate is None
+    assert any(lv.startswith("undecided by the solver (timeout after 10 s") for lv in r.levels)
+    x, a, b = (r.counterexample.inputs[n] for n in ("x", "a", "b"))
+    (s,) = tvm_bridge.run_vm(src, "main", [x, a, b])
+    (t,) = tvm_bridge.run_vm(tgt, "main", [x, a, b])
+    assert s[r.counterexample.index] != t[r.counterexample.index]
+
+
+def test_a_candidate_nothing_shows_leaves_the_check_unknown():
+    """The twins: the same candidate against the unchanged module shows nothing (the verdict
+    stays `unknown` with the solver's reason); a candidate on an `unknown` that is not the
+    solver's undecided one (an unsupported op) is not run."""
+    from tvtv import api
+    from tvtv.refinement import Options
+    src, tgt = _matmul_reordered()
+    r, fn = _undecided_with_candidate(src)
+    api._confirm_candidate(r, src, src, fn, Options())
+    assert r.verdict == "unknown" and r.reason.startswith("timeout after"), r.to_dict()
+    assert r.counterexample is None and r.candidate is None
+    r, fn = _undecided_with_candidate(src, reason="unsupported: an op")
+    api._confirm_candidate(r, src, tgt, fn, Options())
+    assert r.verdict == "unknown" and r.counterexample is None, r.to_dict()

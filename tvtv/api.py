@@ -134,6 +134,7 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 # confirmation may replace the counterexample by one that execution shows
                 r.reason = r.counterexample.message
                 _demote_unshown(r)
+            _confirm_candidate(r, before, after, fn, opts)
             _test_undecided(r, before, after, fn, opts)
     fns = src.public_functions()
     poisoned = [_run_poisoned(r, before, fn.name, opts) for r, fn in zip(results, fns)]
@@ -222,6 +223,31 @@ NOTHING_SHOWN = "testing on drawn inputs: no difference shown"
 # the reason of an `unknown` the solver left undecided (`refinement._check_function`), also
 # as a step's reason in a chain (`compose.verify_through`: "LegalizeOps step: timeout ...")
 _UNDECIDED = re.compile(r"^(?:[\w ]+ step: )?(?:timeout after|no abstraction level decided)")
+
+
+def _confirm_candidate(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:
+    """A check the solver left undecided after a coarser level found a counterexample it
+    could not confirm (`Result.candidate`): that counterexample is run as any other is
+    (`confirm.confirm`: the VM on its inputs and on seeded random ones, then the IEEE
+    specification). Shown, it is the verdict, and the levels say that the solver did not
+    decide; not shown, the verdict stays `unknown` with its reason.
+
+    Measured (2026-11-29): AdjustMatmulOrder's x@(a@b) -> (x@a)@b timed out on the last rung
+    (small sums unrolled) in one CI run, after three levels had each found an unconfirmed
+    counterexample; the VM shows the difference on random inputs at once."""
+    cex = r.candidate
+    r.candidate = None
+    if cex is None or r.verdict != UNKNOWN or not _UNDECIDED.match(r.reason or ""):
+        return
+    start = time.perf_counter()
+    shown = confirm.confirm(before, after, fn.name, [p.name for p in fn.params], cex,
+                            tuple(opts.assume))
+    r.seconds += time.perf_counter() - start
+    if shown is not True:
+        return
+    r.levels.append(f"undecided by the solver ({r.reason}); a coarser level's counterexample, "
+                    f"unconfirmed there, is shown: {confirm.HOW.get(cex.confirmed_by, cex.confirmed_by)}")
+    r.verdict, r.reason, r.counterexample, r.confirmed = COUNTEREXAMPLE, cex.message, cex, True
 
 
 def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:

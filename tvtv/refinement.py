@@ -759,6 +759,14 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
 
     levels: list[str] = []
     proved_parts: set = set()   # "ub" and output numbers proved so far (at any level)
+    # the last counterexample a level could not confirm before climbing: an undecided
+    # verdict carries it (`Result.candidate`), for execution to try
+    climbed_past: Counterexample | None = None
+
+    def undecided(reason: str) -> Result:
+        r = result(UNKNOWN, reason, levels=levels)
+        r.candidate = climbed_past
+        return r
     rungs = ladder(options.tir)
     for rung_no, rung in enumerate(rungs):
         # abstraction ladder (mlir-tv §6.3): climb on an unconfirmed counterexample or a
@@ -804,8 +812,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         # (unconfirmed by the abstraction; execution may still confirm it)
                         levels.append(IEEE_TIMED_OUT)
                         return result(COUNTEREXAMPLE, abstract_cex.message, abstract_cex, levels)
-                    return result(UNKNOWN, f"timeout after {timeout:g} s per query ({err})",
-                                  levels=levels)
+                    return undecided(f"timeout after {timeout:g} s per query ({err})")
                 if cex is None:
                     return result(PROVED, levels=levels)
                 if options.confirm:
@@ -826,13 +833,14 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                 if cex.confirmed_ieee is not True \
                         and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                     levels.append("counterexample unconfirmed: refining")
+                    climbed_past = cex
                     break
                 if fp == "abstract" and options.refine_to_ieee and cex.confirmed_ieee is not True:
                     fp = "ieee"   # the abstraction may have invented this difference: refine
                     abstract_cex = cex
                     continue
                 return result(COUNTEREXAMPLE, cex.message, cex, levels)
-    return result(UNKNOWN, "no abstraction level decided", levels=levels)
+    return undecided("no abstraction level decided")
 
 
 def check_programs(src: P.Program, tgt: P.Program, options: Options, pass_name: str | None = None,

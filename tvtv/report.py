@@ -129,6 +129,10 @@ class Result:
     levels: list[str] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     confirmed: bool | None = None   # counterexamples: did execution on the TVM VM show it?
+    # an `unknown` the solver left undecided: the counterexample a coarser abstraction level
+    # found and could not confirm before the ladder climbed (not in the JSON; execution may
+    # still show it, `tvtv.api._confirm_candidate`)
+    candidate: Counterexample | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -274,3 +274,27 @@ def test_exp_is_at_least_one_above_zero_and_at_most_one_below():
     d64 = wide.domain("float64")
     y = d64.var("y")
     assert solve(wide, d64.lt(d64.const(0.0), y), d64.lt(d64.unary("exp", y), d64.const(1.0))) == z3.sat
+
+
+@pytest.mark.parametrize("model_cls", [lambda: AbstractModel(8), IEEEModel])
+def test_self_difference_is_the_general_subtraction_on_every_value(model_cls):
+    """`sub(x, x)` has its own short term (`self_difference`: +0 for finite x, NaN for NaN
+    and ±inf); for every x, special values included, it means what the general rule means
+    (abstract: x + (-x); IEEE: Z3's fp.sub), and under premises that x is finite it is +0.
+    The twin: x - y for another y is not always +0 under the same premises."""
+    model = model_cls()
+    dom = model.domain("float32")
+    x, y = dom.var("x"), dom.var("y")
+    short = dom.sub(x, x)
+    general = dom.add(x, dom.neg(x)) if isinstance(model, AbstractModel) \
+        else z3.fpSub(z3.RNE(), x, x)
+    assert solve(model, z3.Not(dom.same(short, general))) == z3.unsat
+    finite = [z3.Not(dom.is_nan(v)) for v in (x, y)] + [z3.Not(dom.is_inf(v)) for v in (x, y)]
+    zero = dom.const(0.0)
+    assert z3.is_true(z3.simplify(z3.substitute(
+        dom.same(short, zero), (dom.is_nan(x), z3.BoolVal(False)), (dom.is_inf(x), z3.BoolVal(False)))))
+    assert solve(model, *finite, z3.Not(dom.same(short, zero))) == z3.unsat
+    assert solve(model, *finite, z3.Not(dom.same(dom.sub(x, y), zero))) == z3.sat
+    for v in VALUES:   # and on constants, against numpy
+        got = dom.sub(dom.const(v), dom.const(v))
+        assert solve(model, z3.Not(dom.same(got, dom.const(numpy_op("sub", v, v))))) == z3.unsat, v

@@ -7,7 +7,6 @@ with the special values of `special.py` fixed, exactly as in the abstract model.
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any, Sequence
 
 import numpy as np

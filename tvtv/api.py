@@ -225,6 +225,11 @@ NOTHING_SHOWN = "testing on drawn inputs: no difference shown"
 _UNDECIDED = re.compile(r"^(?:[\w ]+ step: )?(?:timeout after|no abstraction level decided)")
 
 
+def _solver_undecided(r: Result) -> bool:
+    """Is `r` an `unknown` because the solver did not decide (`_UNDECIDED`)?"""
+    return r.verdict == UNKNOWN and _UNDECIDED.match(r.reason or "") is not None
+
+
 def _confirm_candidate(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:
     """A check the solver left undecided after a coarser level found a counterexample it
     could not confirm (`Result.candidate`): that counterexample is run as any other is
@@ -238,11 +243,8 @@ def _confirm_candidate(r: Result, before: Any, after: Any, fn: Any, opts: Option
     Measured (2026-11-29): AdjustMatmulOrder's x@(a@b) -> (x@a)@b timed out on the last rung
     (small sums unrolled) in one CI run, after three levels had each found an unconfirmed
     counterexample; the VM shows the difference on random inputs at once."""
-    cex = r.candidate
-    r.candidate = None
-    if cex is None or r.verdict != UNKNOWN or not _UNDECIDED.match(r.reason or ""):
-        return
-    if opts.fp == "real":
+    cex, r.candidate = r.candidate, None
+    if cex is None or opts.fp == "real" or not _solver_undecided(r):
         return
     start = time.perf_counter()
     shown = confirm.confirm(before, after, fn.name, [p.name for p in fn.params], cex,
@@ -261,7 +263,7 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
     found, and the levels say that the solver did not decide. Otherwise the verdict stays
     `unknown`, with its reason. A result already tested is left alone (a chain that falls
     back to the direct check gets that check's results, tested there)."""
-    if r.verdict != UNKNOWN or not _UNDECIDED.match(r.reason or "") or NOTHING_SHOWN in r.levels:
+    if not _solver_undecided(r) or NOTHING_SHOWN in r.levels:
         return
     if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
         return

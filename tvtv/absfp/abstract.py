@@ -242,17 +242,6 @@ class AbstractFloats(ScalarDomain):
             return self.self_difference(a)
         return self.add(a, self.neg(b))
 
-    def self_difference(self, x):
-        """x - x as its own short term: +0 for finite x (IEEE 754 §6.3: an exact zero sum of
-        operands of opposite signs is +0 in round-to-nearest, also for x = ±0), NaN for NaN
-        and ±inf (inf - inf is invalid, §7.2). `add(x, -x)` means the same, but as a chain of
-        cases no simplifier folds: TVM's simplifier folds a fused `x - x` to the numeral 0
-        (docs/findings.md), and under no-nan/no-inf premises this term then becomes +0 and
-        meets it in canonical form, where the chain left each element to the solver
-        (FuseTIR's seed-0 graph 6 under per-operation: unknown before, proved in 78 s after;
-        2026-11-29)."""
-        return z3.If(z3.Or(self.is_nan(x), self.is_inf(x)), self.nan(), self.mk(0, 0))
-
     def _unit_sign(self, x) -> int | None:
         """0 or 1 when x is the constant +1.0 or -1.0, else None. Only small terms are
         simplified: a constant's term is a few nodes (`mk`, perhaps negated), and simplifying

@@ -55,10 +55,7 @@ class IEEEFloats(ScalarDomain):
 
     def sub(self, a, b):
         if z3.eq(a, b):
-            # x - x: +0 for finite x (IEEE 754 §6.3), NaN for NaN and ±inf; as a term that
-            # premises excluding NaN/inf fold to the +0 TVM's simplifier writes for it
-            return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsInf(a)), z3.fpNaN(self.sort),
-                         z3.fpPlusZero(self.sort))
+            return self.self_difference(a)
         return z3.fpSub(RNE, a, b)
 
     def mul(self, a, b):

@@ -66,6 +66,18 @@ class ScalarDomain(ABC):
     @abstractmethod
     def abs(self, a: z3.ExprRef) -> z3.ExprRef: ...
 
+    def self_difference(self, x: z3.ExprRef) -> z3.ExprRef:
+        """A float domain's x - x as its own short term: +0 for finite x (IEEE 754 §6.3: an
+        exact zero sum of operands of opposite signs is +0 in round-to-nearest, also for
+        x = ±0), NaN for NaN and ±inf (inf - inf is invalid, §7.2). The general rule means
+        the same, but as terms no simplifier folds (the abstract model's x + (-x) is a chain
+        of cases): TVM's simplifier folds a fused `x - x` to the numeral 0
+        (docs/findings.md), and under no-nan/no-inf premises this term becomes that +0 in
+        canonical form, where the general one left each element to the solver (FuseTIR's
+        seed-0 graph 6 under per-operation: unknown before, proved in 78 s after;
+        2026-11-29)."""
+        return z3.If(z3.Or(self.is_nan(x), self.is_inf(x)), self.nan(), self.zero())
+
     def maximum(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         """numpy.maximum: NaN if either is NaN, else `a if a > b else b` (ties give b)."""
         return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(),

@@ -134,8 +134,9 @@ def test_a_coarser_levels_counterexample_shown_by_execution_decides_an_undecided
 def test_a_candidate_nothing_shows_leaves_the_check_unknown():
     """The twins: the same candidate against the unchanged module shows nothing (the verdict
     stays `unknown` with the solver's reason); a candidate on an `unknown` that is not the
-    solver's undecided one (an unsupported op) is not run, nor one in the real model,
-    where the VM's rounding difference is no difference."""
+    solver's undecided one (an unsupported op) is not run; in the real model the candidate
+    is run in exact real arithmetic, where the reassociation is no difference (the VM's
+    rounding difference would have shown it)."""
     from tvtv import api
     from tvtv.refinement import Options
     src, tgt = _matmul_reordered()

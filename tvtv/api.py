@@ -91,12 +91,12 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
     def shown(a: Any, b: Any, j: int, cex: Any) -> bool | None:
         fn = src_prog.public_functions()[j]
         executed = confirm.confirm(a, b, fn.name, [p.name for p in fn.params], cex,
-                                   tuple(opts.assume)) \
+                                   tuple(opts.assume), opts.fp) \
             if confirm_vm else None
         # the IEEE model's word is asked only when execution does not show the difference
         # (it took its full 10 s, undecided, on zero graph 29's argmax finding that
-        # execution shows in 3 s)
-        if executed is not True and fn.name in tgt_prog.functions:
+        # execution shows in 3 s); not in the real model, where a bit of rounding is none
+        if executed is not True and fn.name in tgt_prog.functions and opts.fp != "real":
             cex.confirmed_ieee = separates(src_prog, fn, tgt_prog, tgt_prog.functions[fn.name], cex,
                                            timeout=refine_timeout(opts.timeout))
         return executed
@@ -130,10 +130,10 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
             if r.counterexample is not None and r.confirmed is not True:
                 params = [p.name for p in fn.params]
                 r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample,
-                                              tuple(opts.assume))
+                                              tuple(opts.assume), opts.fp)
                 # confirmation may replace the counterexample by one that execution shows
                 r.reason = r.counterexample.message
-                _demote_unshown(r)
+                _demote_unshown(r, opts.fp)
             _confirm_candidate(r, before, after, fn, opts)
             _test_undecided(r, before, after, fn, opts)
     fns = src.public_functions()
@@ -164,8 +164,9 @@ def _lifted(before: Any, after: Any, src: Any, lemmas: Any, opts: Options, pass_
     """Under per-operation, when an operator lemma was refuted on finite values: for each
     public function a counterexample lifted from it (`tvtv.lift`), confirmed by the
     specification against the VM; None unless every function has one (then the whole-graph
-    check runs as usual)."""
-    if not lemmas.refuted_finite:
+    check runs as usual). Not in the real model: the lift's evidence compares IEEE values
+    with the VM's bit for bit, and that model allows rounding."""
+    if not lemmas.refuted_finite or opts.fp == "real":
         return None
     fns = src.public_functions()
     results = []
@@ -234,21 +235,20 @@ def _confirm_candidate(r: Result, before: Any, after: Any, fn: Any, opts: Option
     """A check the solver left undecided after a coarser level found a counterexample it
     could not confirm (`Result.candidate`): that counterexample is run as any other is
     (`confirm.confirm`: the VM on its inputs and on seeded random ones, then the IEEE
-    specification). Shown, it is the verdict, and the levels say that the solver did not
-    decide; not shown, the verdict stays `unknown` with its reason. Not in the real model:
-    there a difference of the last bit on the VM is rounding the check allows, and `confirm`
-    does not know the float model (under op-rounding it leaves out the comparisons that
-    rounding alone could pass: `confirm.confirm_case`).
+    specification; in the real model, exact real evaluation). Shown, it is the verdict, and
+    the levels say that the solver did not decide; not shown, the verdict stays `unknown`
+    with its reason (under op-rounding `confirm.confirm_case` leaves out the comparisons
+    that rounding alone could pass).
 
     Measured (2026-11-29): AdjustMatmulOrder's x@(a@b) -> (x@a)@b timed out on the last rung
     (small sums unrolled) in one CI run, after three levels had each found an unconfirmed
     counterexample; the VM shows the difference on random inputs at once."""
     cex, r.candidate = r.candidate, None
-    if cex is None or opts.fp == "real" or not _solver_undecided(r):
+    if cex is None or not _solver_undecided(r):
         return
     start = time.perf_counter()
     shown = confirm.confirm(before, after, fn.name, [p.name for p in fn.params], cex,
-                            tuple(opts.assume))
+                            tuple(opts.assume), opts.fp)
     r.seconds += time.perf_counter() - start
     if shown is not True:
         return
@@ -262,8 +262,9 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
     (`confirm.search_by_testing`): a difference it finds is a counterexample, confirmed as
     found, and the levels say that the solver did not decide. Otherwise the verdict stays
     `unknown`, with its reason. A result already tested is left alone (a chain that falls
-    back to the direct check gets that check's results, tested there)."""
-    if not _solver_undecided(r) or NOTHING_SHOWN in r.levels:
+    back to the direct check gets that check's results, tested there). Not in the real
+    model: testing compares IEEE values bit for bit, and that model allows rounding."""
+    if opts.fp == "real" or not _solver_undecided(r) or NOTHING_SHOWN in r.levels:
         return
     if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
         return
@@ -280,7 +281,7 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
     r.verdict, r.reason, r.counterexample, r.confirmed = COUNTEREXAMPLE, cex.message, cex, True
 
 
-def _demote_unshown(r: Result) -> None:
+def _demote_unshown(r: Result, fp: str = "abstract") -> None:
     """A counterexample that nothing shows is not evidence that the pass changed anything.
 
     It is shown when the IEEE model separates source and target on its inputs for every
@@ -299,6 +300,10 @@ def _demote_unshown(r: Result) -> None:
     shown = "neither execution on the VM nor the IEEE specification shows it" \
         if r.confirmed is False else "it could not be run on the VM" + \
         (f" ({cex.not_run_detail})" if cex.not_run_detail else "")
+    if fp == "real":    # (`confirm._confirm_in_real`: the VM's values are not compared)
+        why = ("exact real evaluation does not separate source and target on its inputs (nor on "
+               "seeded random ones) for every value of exp, erf, ... near their true values")
+        shown = "no VM run fails or changes a type" if r.confirmed is False else shown
     r.verdict = UNKNOWN
     r.reason = f"unconfirmed counterexample ({cex.message}): {why}, and {shown}"
     r.levels.append("counterexample unconfirmed: unknown")

@@ -60,7 +60,8 @@ def print_result(r: Result) -> None:
             console.print(f"    source value: {_fmt(cex.source_value)}   target value: "
                           f"{_fmt(cex.target_value)}", markup=False)
         if r.confirmed is not None:
-            console.print(f"    TVM VM execution: {'confirmed' if r.confirmed else 'unconfirmed (only the abstraction shows it)'}",
+            how = f" by {cex.confirmed_by}" if r.confirmed and cex.confirmed_by else ""
+            console.print(f"    confirmation: {'confirmed' + how if r.confirmed else 'unconfirmed (only the abstraction shows it)'}",
                           markup=False)
         if cex.confirmed_ieee is not None:
             console.print(f"    inputs separate source and target in IEEE evaluation: "

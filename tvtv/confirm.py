@@ -39,7 +39,13 @@ as `confirmed_by`):
    type TVM gives the source function (the op's type inference) is not the target's (the
    `call_tir` output type LegalizeOps wrote). tvtv reads its output types from these, so
    this repeats the static check with TVM's objects rather than tvtv's reading of them.
-5. ``"none"``: nothing showed it: `confirmed` is False ("unconfirmed": the difference exists
+5. In the real model (`--fp real`) a counterexample claims a difference of the reals, which
+   VM runs (they round) and the IEEE model (bit-exact) cannot show. Past the VM's failures
+   and types (1, 4), `_confirm_in_real` decides instead: ``"real"`` when exact real
+   evaluation on the counterexample's inputs separates source and target for every value of
+   exp, erf, ... near their true ones (`tvtv.encode.enclosures`), ``"real-random-inputs"``
+   when it does so on a seeded set on which the VM runs differ.
+6. ``"none"``: nothing showed it: `confirmed` is False ("unconfirmed": the difference exists
    only in the abstraction, Alive2's "not unsound"), or None when nothing could run at all.
 """
 from __future__ import annotations
@@ -76,6 +82,11 @@ HOW = {
                      "and the target's execution gives the target's value",
     "tvm-types": "the VM cannot show it (it legalizes both sides), but TVM's own return types "
                  "of the source and target functions differ",
+    "real": "exact real evaluation (the real model, with exp, erf, ... within enclosures of "
+            "their true values) separates source and target on the counterexample's inputs",
+    "real-random-inputs": "on seeded random inputs, exact real evaluation separates source and "
+                          "target where their VM runs differ (the counterexample's inputs were "
+                          "replaced by them)",
     "none": "neither execution nor IEEE evaluation shows it: the difference exists only in the "
             "abstraction (unconfirmed)",
     "not-run": "the modules could not be run (tuple inputs, constants that cannot be written "
@@ -407,10 +418,13 @@ def _spec_vs_vm_elsewhere(before: Any, after: Any, fname: str, args: dict[str, A
 
 
 def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
-                 cex: Counterexample, assume: tuple[str, ...] = ()) -> Confirmation:
+                 cex: Counterexample, assume: tuple[str, ...] = (),
+                 fp: str = "abstract") -> Confirmation:
     """Decide whether `cex` is real (see the module docstring) under the assumptions
     `assume` (a difference on a NaN/inf source value they make poison does not count). May
-    replace `cex`'s inputs by random ones that execution shows to differ."""
+    replace `cex`'s inputs by random ones that execution shows to differ. A counterexample
+    of the real model (`fp` "real") is a difference in exact real arithmetic, which VM runs
+    and IEEE evaluations cannot show (`_confirm_in_real`)."""
     inputs = [cex.inputs[n] for n in param_names]
     if any(isinstance(v, tuple) for v in inputs):
         return Confirmation(None, "not-run", "tuple inputs are not run")
@@ -432,12 +446,14 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
             idx = tuple(cex.index or ())
             if a.shape == b.shape:
                 cex.executed_values = (py_value(a[idx]), py_value(b[idx]))
-            if a.shape != b.shape or counts(py_value(a[idx]), py_value(b[idx]), assume):
+            if a.shape != b.shape or fp != "real" and counts(py_value(a[idx]), py_value(b[idx]), assume):
                 return Confirmation(True, "vm", f"VM: source {py_value(a[idx])!r}, target {py_value(b[idx])!r}")
     if cex.kind in ("shape", "dtype"):
         typed = _types_differ(before, after, fname)
         if typed is not None:
             return Confirmation(True, "tvm-types", typed)
+    if fp == "real":
+        return _confirm_in_real(before, after, fname, param_names, cex, assume, sets, runs)
     # the solver's inputs did not show it on the VM: try the random ones (not for undefined
     # behaviour of the target: its runs read garbage, and a difference they show would only
     # replace the solver's precise "out of bounds" by a value that garbage happened to give)
@@ -492,6 +508,94 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         # (the last line of TVM's error, `vm_worker._last_line`) or the crash message
         return Confirmation(None, "not-run", f"the source does not run on the VM: {src}")
     return Confirmation(False, "none")
+
+
+# `_confirm_in_real`: the solver's limit for one input set, the elements of a drawn set it
+# asks about, and the time after which no further drawn set is begun
+REAL_TIMEOUT = 10.0
+REAL_ELEMENTS = 4
+REAL_BUDGET = 30.0
+
+
+def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str],
+                     cex: Counterexample, assume: tuple[str, ...], sets: list[list[Any]],
+                     runs: dict[str, list[tuple[str, Any]]]) -> Confirmation:
+    """`confirm_case` for a counterexample of the real model, which claims that source and
+    target compute different real numbers. Two runs on the VM differ whenever their
+    roundings do (any two summation orders), which that model allows, and the IEEE model is
+    bit-exact; neither shows such a claim. So the inputs are evaluated in the real model
+    on both sides (PrimFunc bodies encoded) and must separate them for every value of exp,
+    erf, ... within the enclosures of the true values (`refinement.separates` with fp
+    "real", `tvtv.encode.enclosures`): first the solver's inputs, then each seeded set on
+    which the VM runs differ, at the `REAL_ELEMENTS` elements where they differ most
+    (relatively). Under per-operation the run's poison is judged afterwards, as for every
+    counterexample (`tvtv.api._demote_poisoned`); op-rounding means nothing here."""
+    from tvtv.ir import relax_reader
+    from tvtv.refinement import _RUN, Options, separates
+
+    src_prog, tgt_prog = relax_reader.read_module(before), relax_reader.read_module(after)
+    src_fn, tgt_fn = src_prog.functions.get(fname), tgt_prog.functions.get(fname)
+    if src_fn is None or tgt_fn is None:
+        return Confirmation(False, "none")
+    plain = tuple(a for a in assume if a not in (A.PER_OPERATION, A.OP_ROUNDING))
+    token = _RUN.set(Options(fp="real", assume=plain))
+    try:
+        def separated(trial: Counterexample) -> bool:
+            return separates(src_prog, src_fn, tgt_prog, tgt_fn, trial, timeout=REAL_TIMEOUT,
+                             fp="real") is True
+
+        if separated(cex):
+            if cex.executed_values is not None:
+                # the solver's values of an element that passes through exp, erf, ... are
+                # any values (the functions are open there); the VM's are the true ones,
+                # rounded
+                cex.source_value, cex.target_value = cex.executed_values
+            return Confirmation(True, "real", "exact real evaluation separates source and target "
+                                              "on the counterexample's inputs")
+        deadline = time.perf_counter() + REAL_BUDGET
+        for j in range(1, len(sets)):
+            (sj, srcj), (tj, tgtj) = runs["source"][j], runs["target"][j]
+            if sj != "ok" or tj != "ok":
+                continue
+            if time.perf_counter() > deadline:
+                break
+            inputs = dict(zip(param_names, sets[j]))
+            for k, idx, x, y in largest_differences(srcj, tgtj, REAL_ELEMENTS):
+                trial = Counterexample("value", "", inputs, k, idx)
+                if not separated(trial):
+                    continue
+                cex.inputs, cex.kind, cex.output, cex.index = inputs, "value", k, idx
+                cex.source_value, cex.target_value, cex.confirmed_ieee = x, y, None
+                cex.executed_values = (x, y)
+                cex.message = (f"output {k} differs at index {idx} (seeded random inputs on which "
+                               f"exact real evaluation separates source and target)")
+                return Confirmation(True, "real-random-inputs",
+                                    f"VM: source {x!r}, target {y!r}; separated in exact real "
+                                    f"arithmetic")
+    finally:
+        _RUN.reset(token)
+    return Confirmation(False, "none")
+
+
+def largest_differences(src: list[np.ndarray], tgt: list[np.ndarray], n: int
+                        ) -> list[tuple[int, tuple[int, ...], Any, Any]]:
+    """(output, index, source value, target value) of the `n` elements where two runs'
+    outputs of one shape differ most relative to their magnitude (NaN against a number and
+    infinities first), for the real model's confirmation."""
+    found: list[tuple[float, int, tuple[int, ...], Any, Any]] = []
+    for k, (a, b) in enumerate(zip(src, tgt)):
+        if a.shape != b.shape:
+            continue
+        x, y = a.astype(np.float64).reshape(-1), b.astype(np.float64).reshape(-1)
+        with np.errstate(all="ignore"):
+            same = (x == y) | (np.isnan(x) & np.isnan(y))
+            rel = np.abs(x - y) / np.maximum(np.maximum(np.abs(x), np.abs(y)), 1e-300)
+        rel = np.where(np.isnan(rel), np.inf, rel)
+        for i in np.flatnonzero(~same):
+            idx = tuple(int(d) for d in np.unravel_index(int(i), a.shape)) if a.shape else ()
+            found.append((float(rel[i]), k, idx, py_value(a[idx]), py_value(b[idx])))
+    found.sort(key=lambda f: -f[0])
+    return [f[1:] for f in found[:n]]
 
 
 def _types_differ(before: Any, after: Any, fname: str) -> str | None:
@@ -608,9 +712,9 @@ def _poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tu
 
 
 def confirm(before: Any, after: Any, fname: str, param_names: list[str],
-            cex: Counterexample, assume: tuple[str, ...] = ()) -> bool | None:
+            cex: Counterexample, assume: tuple[str, ...] = (), fp: str = "abstract") -> bool | None:
     """`confirm_case(...).confirmed`, recording how it was decided in `cex.confirmed_by`."""
-    c = confirm_case(before, after, fname, param_names, cex, assume)
+    c = confirm_case(before, after, fname, param_names, cex, assume, fp)
     cex.confirmed_by = c.by
     cex.not_run_detail = c.detail if c.confirmed is None else ""
     return c.confirmed

@@ -33,6 +33,7 @@ from tvtv.absfp.real import RealModel
 from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
+from tvtv.encode.enclosures import enclosures
 from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractions_in, note_lines,
                                   concrete_value, input_value, ladder, opaque_can_prove,
                                   worth_climbing)
@@ -603,11 +604,12 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
 
 
 def _encoded_at(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program,
-                tgt_fn: P.Function, inputs: dict[str, Any]) -> _Encoded | None:
-    """Source and target in the IEEE model with `inputs` as constants; None when a part of
-    them is Unsupported. `separated_by_evaluation` and `separates` share one such encoding."""
+                tgt_fn: P.Function, inputs: dict[str, Any], fp: str = "ieee") -> _Encoded | None:
+    """Source and target in the IEEE model (or the real one, `fp`) with `inputs` as
+    constants; None when a part of them is Unsupported. `separated_by_evaluation` and
+    `separates` share one such encoding."""
     try:
-        return _encode(src_prog, src_fn, tgt_prog, tgt_fn, "ieee", None, inputs)
+        return _encode(src_prog, src_fn, tgt_prog, tgt_fn, fp, None, inputs)
     except Unsupported:
         return None
 
@@ -666,13 +668,20 @@ def _same_input(x: Any, y: Any) -> bool:
 
 def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
               cex: Counterexample, timeout: float = 10.0,
-              enc: _Encoded | None = None) -> bool | None:
+              enc: _Encoded | None = None, fp: str = "ieee") -> bool | None:
     """Do `cex.inputs`, evaluated in the IEEE model, separate source and target for every
     interpretation of the uninterpreted functions? None when undecided. `enc`: `_encoded_at`
-    of `cex.inputs`, when the caller has it."""
-    enc = enc or _encoded_at(src_prog, src_fn, tgt_prog, tgt_fn, cex.inputs)
+    of `cex.inputs`, when the caller has it.
+
+    With `fp` "real", evaluated in the real model instead (a difference in exact real
+    arithmetic: what a counterexample of `--fp real` claims), and the interpretations are
+    those within the enclosures of the functions' true values at numbers
+    (`tvtv.encode.enclosures`): exp(a + b) and exp(a) * exp(b) are then not separated, exp(x)
+    and a broken tanh(x) are."""
+    enc = enc or _encoded_at(src_prog, src_fn, tgt_prog, tgt_fn, cex.inputs, fp)
     if enc is None:
         return None
+    real = enc.model.name == "real"
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
     facts = _preconditions(enc)
     if cex.kind in ("shape", "dtype"):
@@ -690,8 +699,11 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
     # float16 hamming_window whose float32 angles differ by an ulp: the solver's query ran
     # its 10 s undecided). (Only there: elsewhere an element's whole history would be
     # evaluated, unmeasured on large graphs.)
-    if not enc.inputs and libm_truth(z3.And(*facts)) is True:
+    if not real and not enc.inputs and libm_truth(z3.And(*facts)) is True:
         return False
+    if real:
+        facts = [z3.simplify(z3.And(*facts))]    # the functions' arguments become numbers
+        facts += enclosures(facts[0])
     try:
         s = _solver(timeout, "z3")
     except _Timeout:
@@ -815,7 +827,13 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     return undecided(f"timeout after {timeout:g} s per query ({err})")
                 if cex is None:
                     return result(PROVED, levels=levels)
-                if options.confirm:
+                # (not in the real model: an IEEE difference may be rounding, which that
+                # model allows; there exact real evaluation decides whether to climb, and
+                # `confirm.confirm_case` asks it again for the verdict)
+                real_shown = options.confirm and fp == "real" and separates(
+                    src_prog, src_fn, tgt_prog, tgt_fn, cex,
+                    timeout=refine_timeout(options.timeout), fp="real") is True
+                if options.confirm and fp != "real":
                     # evaluation first (no solver), which may name another element; both
                     # questions use one encoding at the counterexample's inputs
                     at = _encoded_at(src_prog, src_fn, tgt_prog, tgt_fn, cex.inputs)
@@ -830,7 +848,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     elif cex.confirmed_ieee is None and at is not None:
                         cex.confirmed_ieee = separates(src_prog, src_fn, tgt_prog, tgt_fn, cex,
                                                        timeout=refine_timeout(options.timeout), enc=at)
-                if cex.confirmed_ieee is not True \
+                if cex.confirmed_ieee is not True and not real_shown \
                         and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                     levels.append("counterexample unconfirmed: refining")
                     climbed_past = cex

@@ -73,8 +73,8 @@ class Counterexample:
     target_value: Any = None
     confirmed_ieee: bool | None = None
     # how `Result.confirmed` was decided: "vm", "vm-random-inputs", "ieee-spec",
-    # "spec-vs-vm", "ieee-spec-cpu" or "none" (see tvtv/confirm.py); None when confirmation
-    # was not attempted
+    # "spec-vs-vm", "ieee-spec-cpu", "tvm-types", "real", "real-random-inputs" or "none"
+    # (see tvtv/confirm.py); None when confirmation was not attempted
     confirmed_by: str | None = None
     # (source, target) values at the differing element as confirmation computed them
     # (execution on the VM, or the IEEE evaluation of the specification): the solver's

@@ -125,6 +125,24 @@ def test_a_real_difference_is_confirmed_in_the_real_model(broken):
     assert (cex.source_value, cex.target_value) == (float(s[cex.index]), float(t[cex.index]))
 
 
+@pytest.mark.parametrize("old,new,shown", [("T.exp(", "T.tanh(", True),
+                                            ("T.exp(gv[v_i0])", "T.exp(gv[v_i0]) * T.float32(1.0)",
+                                             False)],
+                         ids=["exp->tanh", "times one"])
+def test_legalized_code_is_read_when_a_real_counterexample_is_confirmed(old, new, shown):
+    """A LegalizeOps target: the VM legalizes the source too, so only the PrimFunc's body,
+    evaluated in the real model, can show that its exp became tanh. The twin multiplies by
+    one, which no real evaluation separates (nor does the VM: it is exact)."""
+    from tests.conftest import mutate
+    src = _module(exp_of_sum)
+    tgt = mutate(relax.transform.LegalizeOps()(src), old, new)
+    cex = Counterexample("value", "output 0 differs at index (0,)",
+                         {"a": np.array([0.5, -1.0, 2.0, 0.25], "float32"),
+                          "b": np.ones(4, "float32")}, 0, (0,))
+    got = confirm.confirm_case(src, tgt, "main", ["a", "b"], cex, fp="real")
+    assert got.confirmed is shown and got.by == ("real" if shown else "none"), got
+
+
 def test_seeded_inputs_show_a_real_difference_the_solvers_inputs_miss():
     """`_confirm_in_real` on a counterexample whose inputs show nothing (b = 0, where
     exp(a) + b and exp(a) + 2b agree) finds a seeded set whose VM runs differ and which

@@ -530,6 +530,7 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
     which the VM runs differ, at the `REAL_ELEMENTS` elements where they differ most
     (relatively). Under per-operation the run's poison is judged afterwards, as for every
     counterexample (`tvtv.api._demote_poisoned`); op-rounding means nothing here."""
+    from tvtv.encode.function import Abstraction, abstraction_level
     from tvtv.ir import relax_reader
     from tvtv.refinement import _RUN, Options, separates
 
@@ -541,8 +542,10 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
     token = _RUN.set(Options(fp="real", assume=plain))
     try:
         def separated(trial: Counterexample) -> bool:
-            return separates(src_prog, src_fn, tgt_prog, tgt_fn, trial, timeout=REAL_TIMEOUT,
-                             fp="real") is True
+            # PrimFunc bodies read (an opaque call_tir would be any function of its inputs)
+            with abstraction_level(Abstraction(tir="body")):
+                return separates(src_prog, src_fn, tgt_prog, tgt_fn, trial,
+                                 timeout=REAL_TIMEOUT, fp="real") is True
 
         if separated(cex):
             if cex.executed_values is not None:

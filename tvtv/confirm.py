@@ -708,7 +708,8 @@ def _poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tu
         _, ctx = _ieee_run(module, fname, inputs, keep_live=True, value_of=libm_value)
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
         return None
-    poison = [p for t in ctx.live_values if is_float(t.dtype) for k in range(t.numel)
+    poison = [p for t in [*ctx.live_values, *ctx.inner_live_values] if is_float(t.dtype)
+              for k in range(t.numel)
               for p in assumptions.excluded(flags, ctx.model.domain(t.dtype), t.at(k))]
     # one term for the whole run: the elements' shared subterms are evaluated once
     return libm_truth(z3.Or(*poison)) if poison else False

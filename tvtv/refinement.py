@@ -26,7 +26,7 @@ from tvtv import symmetry
 from tvtv.absfp import assumptions as assume_mod
 from tvtv.absfp import reductions
 from tvtv.absfp.abstract import AbstractModel
-from tvtv.absfp.dtypes import numpy_dtype
+from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel
 from tvtv.absfp.interface import FloatModel
 from tvtv.absfp.real import RealModel
@@ -187,6 +187,30 @@ def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: F
     return _Side(ctx, flatten(value), value)
 
 
+def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext) -> list[z3.BoolRef]:
+    """Under per-operation: `assume_mod.run_facts` of the source's live tensors, then of the
+    live tensors inside the functions they call (`EncodeContext.inner_live_values`: a fused
+    group's intermediates) as far as `assume_mod.RUN_FACTS_BOUND` allows. The checked
+    function's own tensors keep the all-or-nothing rule they had alone.
+
+    Before, a group's NaN hidden by a later operation (`==`, a clip through TIR's max/min)
+    counted as a difference on a poison run (tests/test_per_operation_inner.py). FuseTIR's
+    graph 19 of seed 0 has such a case (`v - v` of a group's variance, clipped): it gets the
+    facts now (5,557 instead of 1,315) but its 48 elements still time out (2026-11-29)."""
+    outer = assume_mod.run_facts(assume, model, ctx.live_values or [])
+    room = assume_mod.RUN_FACTS_BOUND - (sum(t.numel for t in ctx.live_values or [] if is_float(t.dtype))
+                                         if outer else 0)
+    inner: list[Tensor] = []
+    for t in ctx.inner_live_values:
+        if not is_float(t.dtype):
+            continue
+        if t.numel > room:
+            break
+        room -= t.numel
+        inner.append(t)
+    return outer + assume_mod.run_facts(assume, model, inner)
+
+
 def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
             fp: str, mag_bits: int | None, concrete: dict[str, Any] | None = None) -> _Encoded:
     model, level = _make_model(fp, [src_prog, tgt_prog], mag_bits)
@@ -208,8 +232,8 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt", src)
     facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
-    if concrete is None and src.ctx.live_values:
-        facts += assume_mod.run_facts(options.assume, model, src.ctx.live_values)
+    if concrete is None and src.ctx.live_values is not None:
+        facts += _run_facts(options.assume, model, src.ctx)
     notes = src.ctx.notes | tgt.ctx.notes
     if model.hash_facts:
         notes.add("sums: hashed multisets of terms (reassociation)")

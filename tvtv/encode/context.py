@@ -33,6 +33,10 @@ class EncodeContext:
     # when a list: the values of the checked function's live bindings are appended to it
     # (`tvtv.confirm.poisoned_inside`)
     live_values: list[Any] | None = None
+    # with `live_values` a list: the live bindings' tensors of the functions that the checked
+    # function's live bindings call (a fused group's intermediates, operations of the source
+    # as much as its own bindings are), kept apart so that a bound on facts can prefer the others
+    inner_live_values: list[Any] = field(default_factory=list)
     # per-operation no-signed-zeros (`tvtv.absfp.assumptions.zero_signs_free`): operators whose
     # result at ±0 is a zero may see their argument's zero sign dropped (`elementwise`)
     zero_signs_free: bool = False

@@ -210,6 +210,7 @@ class FunctionEncoder:
         self.program = program
         self.ctx = ctx
         self.depth = 0
+        self._in_live = False      # encoding a live binding's value (`body`)
         self.abstraction = abstraction or _LEVEL.get()
         ctx.abstraction = self.abstraction   # read by reductions (dot, unrolling)
 
@@ -234,11 +235,19 @@ class FunctionEncoder:
         # operator calls a conditional lemma may rely on: those of the checked function's own
         # body (not in a branch or a callee), whose results the outputs are computed from
         lemmas = _LEMMAS.get()
-        keep = self.ctx.live_values is not None
-        live = live_bindings(body) if self.depth == 1 and (keep or (
-            lemmas is not None and lemmas.conditional and self.ctx.side == "src")) else set()
+        # live values are kept at the checked function's level and, through its live
+        # bindings, inside the functions they call (FuseOps' groups): under per-operation a
+        # NaN there makes the run poison as much as one in the checked function's own binding
+        keep = self.ctx.live_values is not None and (self.depth == 1 or self._in_live)
+        record = self.depth == 1 and lemmas is not None and lemmas.conditional \
+            and self.ctx.side == "src"
+        live = live_bindings(body) if keep or record else set()
         for b in body.bindings:
-            value = self.expr(b.value, env)
+            outer, self._in_live = self._in_live, keep and b.vid in live and not self.ctx.path
+            try:
+                value = self.expr(b.value, env)
+            finally:
+                self._in_live = outer
             if b.match_cast is not None:
                 value = self.match_cast(value, b.match_cast, b.name)
             if self.ctx.materialize is not None:
@@ -246,9 +255,10 @@ class FunctionEncoder:
             env[b.vid] = value
             if b.vid in live and not self.ctx.path:
                 if keep:
-                    self.ctx.live_values.extend(  # type: ignore[union-attr]
+                    kept = self.ctx.live_values if self.depth == 1 else self.ctx.inner_live_values
+                    kept.extend(  # type: ignore[union-attr]
                         t for t in (value if isinstance(value, tuple) else (value,)) if isinstance(t, Tensor))
-                if lemmas is not None and lemmas.conditional and isinstance(b.value, P.OpCall):
+                if record and isinstance(b.value, P.OpCall):
                     self.record_call(b.value, env)
         return self.expr(body.result, env)
 

@@ -1,0 +1,53 @@
+"""Under per-operation, a NaN or infinity computed inside a FuseOps group (a Relax function
+the checked function calls) makes the run poison, as one in the checked function's own
+bindings does (`EncodeContext.inner_live_values`, `refinement._run_facts`,
+`confirm.poisoned_inside`).
+
+`GroupSource` computes x * x - x * x inside a group and returns whether it equals itself;
+for finite x that is true unless x * x overflows, which is an infinity inside an operation.
+Before, only the checked function's own bindings counted, so the overflowing run was a
+"counterexample" against `AllTrue` (the VM shows false against true) although
+per-operation makes it poison.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import tvtv
+from tvtv import confirm
+from tvtv.ir import tvm_bridge
+
+from tests.per_operation_cases import AllFalse, AllTrue, GroupSource
+
+PER_OP = ["no-nan", "no-inf", "per-operation"]
+
+
+def test_an_overflow_inside_a_group_is_poison():
+    """The overflowing run is poison (and the VM does show false against true on it, so
+    without the rule it would be a counterexample); runs without one are not."""
+    big = {"x": np.full(4, 1e30, "float32")}
+    (src,) = tvm_bridge.run_vm(GroupSource, "main", [big["x"]])
+    (tgt,) = tvm_bridge.run_vm(AllTrue, "main", [big["x"]])
+    assert not src.any() and tgt.all()
+    assert confirm.poisoned_inside(GroupSource, "main", big, tuple(PER_OP)) is True
+    small = {"x": np.full(4, 3.0, "float32")}
+    assert confirm.poisoned_inside(GroupSource, "main", small, tuple(PER_OP)) is False
+
+
+def test_a_simplification_right_on_runs_without_poison_is_proved_under_per_operation():
+    r = tvtv.verify(GroupSource, AllTrue, timeout=30, assume=PER_OP).results[0]
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_the_twins_stay_counterexamples():
+    """Without per-operation the overflow is a real difference (the inputs are finite; the
+    output is a Boolean, so no-nan does not make it poison); under per-operation a target
+    that is false everywhere is still refuted, on a run without poison."""
+    r = tvtv.verify(GroupSource, AllTrue, timeout=30, assume=["no-nan", "no-inf"]).results[0]
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float32(r.counterexample.inputs["x"]) ** 2).any()
+    r = tvtv.verify(GroupSource, AllFalse, timeout=30, assume=PER_OP).results[0]
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert confirm.poisoned_inside(GroupSource, "main", r.counterexample.inputs,
+                                   tuple(PER_OP)) is False

@@ -26,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 import z3
 
-from tvtv.encode.evaluate import _LIBM
+from tvtv.encode.evaluate import _LIBM, _outermost
 
 # the real model's functions are named real_<name> (`tvtv.absfp.real.RealFloats._uf`)
 _PREFIX = "real_"
@@ -69,26 +69,22 @@ def enclosures(term: z3.ExprRef) -> list[z3.BoolRef]:
     (exp, erf, ... and the binary ones: pow, atan2, ...) to numbers c held exactly by
     doubles, with [low, high] around the C library's double value (see the module doc).
     Applications to anything else are left out (they stay open)."""
-    facts: list[z3.BoolRef] = []
-    seen: set[int] = set()
-    stack = [term]
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        stack.extend(t.children())
-        name = t.decl().name()
-        if t.decl().kind() != z3.Z3_OP_UNINTERPRETED or not name.startswith(_PREFIX):
-            continue
-        fn = _LIBM.get(name[len(_PREFIX):])
-        args = [_fraction(a) for a in t.children()]
-        doubles = [None if q is None else _as_double(q) for q in args]
-        if fn is None or not doubles or any(d is None for d in doubles):
-            continue
-        with np.errstate(all="ignore"):
-            value = float(np.float64(fn(*[np.float64(d) for d in doubles])))
-        bounds = _interval(value)
-        if bounds is not None:
-            facts.append(z3.And(_real(bounds[0]) <= t, t <= _real(bounds[1])))
-    return facts
+    return [fact for _, fact in _outermost(term, _enclosure)]
+
+
+def _enclosure(t: z3.ExprRef) -> z3.BoolRef | None:
+    """The enclosure of one application `t` (see `enclosures`), or None."""
+    name = t.decl().name()
+    if t.decl().kind() != z3.Z3_OP_UNINTERPRETED or not name.startswith(_PREFIX):
+        return None
+    fn = _LIBM.get(name[len(_PREFIX):])
+    args = [_fraction(a) for a in t.children()]
+    doubles = [None if q is None else _as_double(q) for q in args]
+    if fn is None or any(d is None for d in doubles):
+        return None
+    with np.errstate(all="ignore"):
+        value = float(np.float64(fn(*[np.float64(d) for d in doubles])))
+    bounds = _interval(value)
+    if bounds is None:
+        return None
+    return z3.And(_real(bounds[0]) <= t, t <= _real(bounds[1]))

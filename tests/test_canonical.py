@@ -435,3 +435,72 @@ def test_self_difference_meets_the_zero_tvm_folds_it_to():
             s = z3.Solver()
             s.add(*model.preconditions(), *[z3.Not(a) for a, _ in facts.values()], c(t) != t)
             assert s.check() == z3.unsat, (model, t)
+
+
+def _clamp(p, sort):
+    """Relax dequantize's clamp to the finite range (tvtv/encode/ops/quantization.py)."""
+    eb, sb = sort.ebits(), sort.sbits()
+    top = z3.fpFP(z3.BitVecVal(0, 1), z3.BitVecVal(2 ** eb - 2, eb), z3.BitVecVal(2 ** (sb - 1) - 1, sb - 1))
+    low = z3.fpNeg(top)
+    return z3.If(z3.fpLT(p, low), low, z3.If(z3.fpLT(top, p), top, p))
+
+
+def test_bounded_products_decide_a_clamp():
+    """Integers converted to floats are finite with a bound from their width, and sums and
+    products of bounded finite terms stay finite while the bound fits the format (rounding is
+    monotone): the clamp after dequantize's `float32(x - zp) * float32(scale_f16)` is the
+    product itself when the scale is not inf (measured: the legalized dequantize's 6
+    elements, 7-12 s and sometimes over 20 s in the solver, are one term now). NaN stays
+    possible (a NaN scale), and every form means its term under the premises."""
+    F16, F32 = z3.Float16(), z3.Float32()
+    rm = z3.RNE()
+    d = z3.BitVec("d", 32)
+    s, t = z3.FP("s", F16), z3.FP("t", F16)
+    u8 = z3.BitVec("u8", 8)
+    facts = _finite_facts([s, t], nan=False)
+    c = Canonicalizer(facts)
+    product = z3.fpMul(rm, z3.fpSignedToFP(rm, d, F32), z3.fpToFP(rm, s, F32))
+    assert z3.eq(c(_clamp(product, F32)), c(product))
+    # an unsigned byte plus a float16 in float32, times -2.5: still far from FLT_MAX
+    mixed = z3.fpMul(rm, z3.fpAdd(rm, z3.fpUnsignedToFP(rm, u8, F32), z3.fpToFP(rm, t, F32)),
+                     z3.FPVal(-2.5, F32))
+    assert z3.eq(c(_clamp(mixed, F32)), c(mixed))
+    assert not z3.is_false(c(z3.fpIsNaN(product)))        # NaN * x is NaN
+    assert z3.is_false(c(z3.fpIsInf(product)))
+    _means_the_same(c, facts, [_clamp(product, F32), _clamp(mixed, F32), z3.fpIsInf(product),
+                               z3.fpIsInf(mixed)])
+
+
+def test_bounds_that_may_overflow_keep_the_clamp():
+    """Twins: where the bound passes the format's largest finite value the clamp stays, and
+    the solver shows the overflow: int16 + int16 in float16 reaches -65536 (past 65504,
+    rounds to -inf), int64 to float16, float16 * float16 in float16, a float32 leaf times 2,
+    and a scale that may be inf (no fact for it)."""
+    F16, F32 = z3.Float16(), z3.Float32()
+    rm = z3.RNE()
+    a, b = z3.BitVecs("a b", 16)
+    w = z3.BitVec("w", 64)
+    s, t = z3.FP("s", F16), z3.FP("t", F16)
+    x = z3.FP("x", F32)
+    facts = _finite_facts([s, t, x])
+    c = Canonicalizer(facts)
+    overflowing = [
+        z3.fpAdd(rm, z3.fpSignedToFP(rm, a, F16), z3.fpSignedToFP(rm, b, F16)),
+        z3.fpSignedToFP(rm, w, F16),
+        z3.fpMul(rm, s, t),
+        z3.fpMul(rm, x, z3.FPVal(2.0, F32)),
+        z3.fpMul(rm, z3.fpSignedToFP(rm, a, F16), z3.FP("free", F16)),
+    ]
+    for p in overflowing:
+        sort = p.sort()
+        assert not z3.eq(c(_clamp(p, sort)), c(p)), p
+        assert not z3.is_false(c(z3.fpIsInf(p))), p
+        q = z3.Solver()
+        q.add(*[z3.Not(atom) for atom, _ in facts.values()], z3.fpIsInf(p))
+        assert q.check() == z3.sat, p
+    _means_the_same(c, facts, [_clamp(p, p.sort()) for p in overflowing])
+    # a sum of int8 values in float16 fits: decided
+    small = z3.fpAdd(rm, z3.fpSignedToFP(rm, z3.Extract(7, 0, a), F16),
+                     z3.fpSignedToFP(rm, z3.Extract(7, 0, b), F16))
+    assert z3.is_false(c(z3.fpIsInf(small)))
+    _means_the_same(c, facts, [z3.fpIsInf(small), _clamp(small, F16)])

@@ -14,7 +14,9 @@ IEEE terms built from them by selections (`ite`, max, min, negation, absolute va
 those classes, and a few atoms about them are decided (`_FloatClasses`): TVM's max loops start
 from -FLT_MAX where the Relax specification starts from -inf, and `max(-FLT_MAX, a)` is `a`
 for any `a` that is not NaN or -inf (measured on a zero graph's max_pool2d with padding: 160
-of 288 elements differed as terms, 0.2-1.2 s each in the solver).
+of 288 elements differed as terms, 0.2-1.2 s each in the solver). Sums and products of
+bounded finite terms are finite too: the clamp after a legalized dequantize's
+`float32(x - zp) * float32(scale)` folds (6 elements: 7-12 s in the solver, 0.1 s now).
 """
 from __future__ import annotations
 
@@ -53,14 +55,56 @@ _SPECIAL = {z3.Z3_OP_FPA_NAN: NAN, z3.Z3_OP_FPA_PLUS_INF: PINF, z3.Z3_OP_FPA_MIN
             z3.Z3_OP_FPA_NUM: FINITE, z3.Z3_OP_FPA_PLUS_ZERO: FINITE, z3.Z3_OP_FPA_MINUS_ZERO: FINITE}
 
 
+# rounded operations whose classes and bounds `_FloatClasses` follows (argument 0 is the
+# rounding mode); fp.to_fp with one argument reinterprets bits and is not followed
+_ROUNDED = {z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_SUB, z3.Z3_OP_FPA_MUL, z3.Z3_OP_FPA_TO_FP,
+            z3.Z3_OP_FPA_TO_FP_UNSIGNED}
+
+
+def _class_args(ref: Any, e: Any, kind: int) -> list[Any] | None:
+    """The arguments whose classes decide `e`'s (`_FloatClasses._combine`): an ite's
+    branches, max/min/neg/abs's operands, a rounded operation's operands after the rounding
+    mode (round to nearest even only: the models use no other); None for any other term."""
+    if kind == z3.Z3_OP_ITE:
+        return [_ARG(ref, e, 1), _ARG(ref, e, 2)]
+    if kind in _SELECTING or kind in (z3.Z3_OP_FPA_NEG, z3.Z3_OP_FPA_ABS):
+        return [_ARG(ref, e, i) for i in range(_NUM_ARGS(ref, e))]
+    if kind in _ROUNDED and _NUM_ARGS(ref, e) == (2 if kind in (z3.Z3_OP_FPA_TO_FP, z3.Z3_OP_FPA_TO_FP_UNSIGNED) else 3):
+        rm = _ARG(ref, e, 0)
+        if _KIND(ref, rm) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
+                or _DECL_KIND(ref, _DECL(ref, rm)) != z3.Z3_OP_FPA_RM_NEAREST_TIES_TO_EVEN:
+            return None
+        rest = [_ARG(ref, e, i) for i in range(1, _NUM_ARGS(ref, e))]
+        if kind in (z3.Z3_OP_FPA_TO_FP, z3.Z3_OP_FPA_TO_FP_UNSIGNED) \
+                and not _is_float_sort(ref, rest[0]):
+            # an integer converted: finite, its bound from its width (no class to follow)
+            return [] if _is_bv_sort(ref, rest[0]) else None
+        return rest
+    return None
+
+
+def _is_float_sort(ref: Any, e: Any) -> bool:
+    return z3core.Z3_get_sort_kind(ref, _SORT(ref, e)) == z3.Z3_FLOATING_POINT_SORT
+
+
+def _is_bv_sort(ref: Any, e: Any) -> bool:
+    return z3core.Z3_get_sort_kind(ref, _SORT(ref, e)) == z3.Z3_BV_SORT
+
+
+def _bv_size(ref: Any, e: Any) -> int:
+    return z3core.Z3_get_bv_sort_size(ref, _SORT(ref, e))
+
+
 class _FloatClasses:
     """The IEEE classes (NaN, +inf, -inf, finite) float terms may take on the inputs the
     premises admit, and the atoms and selections that this decides.
 
     Leaves get theirs from the facts ("x[k] is NaN" false: x[k] is not NaN); a numeral has
     its own; `ite`, fp.max and fp.min take one of their arguments' values, negation swaps the
-    infinities, absolute value makes -inf +inf; anything else (arithmetic may overflow) may
-    be anything. Every term is a raw pointer some live term holds (`Canonicalizer._held`)."""
+    infinities, absolute value makes -inf +inf. Rounded sums, differences, products and
+    conversions of finite (or NaN) operands are finite (or NaN) while a bound of their
+    magnitude fits the format (`_combine`; an integer converted is bounded by its width).
+    Anything else (a division, an uninterpreted function) may be anything. Every term is a raw pointer some live term holds (`Canonicalizer._held`)."""
 
     def __init__(self, ctx: z3.Context, facts: dict[int, tuple[z3.ExprRef, z3.ExprRef]]) -> None:
         self.ctx, self.ref = ctx, ctx.ref()
@@ -78,6 +122,9 @@ class _FloatClasses:
             if drop is not None:
                 leaf = _ID(ref, _ARG(ref, a, 0))
                 self.cls[leaf] = self.cls.get(leaf, ANY) & ~drop
+        # id -> an upper bound of |value| where the term is finite (`_bound`)
+        self.mag: dict[int, float] = {}
+        self._sort_max: dict[int, float] = {}     # sort id -> its largest finite value
 
     def of(self, root: Any) -> int:
         """The classes `root` may take (bits of NAN, PINF, NINF, FINITE)."""
@@ -98,25 +145,92 @@ class _FloatClasses:
                 cls[key] = _SPECIAL[kind]
                 stack.pop()
                 continue
-            if kind in _SELECTING or kind in (z3.Z3_OP_FPA_NEG, z3.Z3_OP_FPA_ABS):
-                args = [_ARG(ref, e, i) for i in ((1, 2) if kind == z3.Z3_OP_ITE
-                                                   else range(_NUM_ARGS(ref, e)))]
-                todo = [a for a in args if _ID(ref, a) not in cls]
-                if todo:
-                    stack.extend(todo)
-                    continue
-                c = 0
-                for a in args:
-                    c |= cls[_ID(ref, a)]
-                if kind == z3.Z3_OP_FPA_NEG:
-                    c = (c & (NAN | FINITE)) | (PINF if c & NINF else 0) | (NINF if c & PINF else 0)
-                elif kind == z3.Z3_OP_FPA_ABS:
-                    c = (c & (NAN | FINITE)) | (PINF if c & (PINF | NINF) else 0)
-                cls[key] = c
-            else:
+            args = _class_args(ref, e, kind)
+            if args is None:
                 cls[key] = ANY
+                stack.pop()
+                continue
+            todo = [a for a in args if _ID(ref, a) not in cls]
+            if todo:
+                stack.extend(todo)
+                continue
+            cls[key] = self._combine(e, kind, args)
             stack.pop()
         return cls[_ID(ref, root)]
+
+    def _combine(self, e: Any, kind: int, args: list[Any]) -> int:
+        """The classes of `e` (operator `kind`) from its arguments' (`_class_args`), which
+        are known; records its bound (`self.mag`) on the way."""
+        ref, cls = self.ref, self.cls
+        c = 0
+        for a in args:
+            c |= cls[_ID(ref, a)]
+        if kind in _SELECTING:
+            self.mag[_ID(ref, e)] = max(self._bound(a) for a in args)
+            return c
+        if kind == z3.Z3_OP_FPA_NEG:
+            self.mag[_ID(ref, e)] = self._bound(args[0])
+            return (c & (NAN | FINITE)) | (PINF if c & NINF else 0) | (NINF if c & PINF else 0)
+        if kind == z3.Z3_OP_FPA_ABS:
+            self.mag[_ID(ref, e)] = self._bound(args[0])
+            return (c & (NAN | FINITE)) | (PINF if c & (PINF | NINF) else 0)
+        # rounded arithmetic and conversions: an operand's infinity may give inf or NaN
+        # (inf - inf, 0 * inf; IEEE 754 7.2), so only finite and NaN operands are followed.
+        # The exact result of finite operands is at most `exact` in magnitude; rounding is
+        # monotone (IEEE 754 4.3), so it rounds to at most the sort's largest finite value
+        # when `exact` is at most that, and to at most `exact` times (1 + 2^(1-p)) (p: the
+        # precision; the extra 2^-49 covers Python's own rounding of the bound).
+        if c & (PINF | NINF):
+            return ANY
+        if kind == z3.Z3_OP_FPA_TO_FP and not args:
+            exact = 2.0 ** (_bv_size(ref, _ARG(ref, e, 1)) - 1)      # a signed integer
+        elif kind == z3.Z3_OP_FPA_TO_FP_UNSIGNED:
+            exact = 2.0 ** _bv_size(ref, _ARG(ref, e, 1))
+        elif kind == z3.Z3_OP_FPA_TO_FP:
+            exact = self._bound(args[0])
+        elif kind == z3.Z3_OP_FPA_MUL:
+            exact = self._bound(args[0]) * self._bound(args[1])
+        else:                                               # add, sub
+            exact = self._bound(args[0]) + self._bound(args[1])
+        sbits = z3core.Z3_fpa_get_sbits(ref, _SORT(ref, e))
+        top = self._max_of(e)
+        self.mag[_ID(ref, e)] = min(exact * (1 + 2.0 ** (1 - sbits)) * (1 + 2.0 ** -49), top)
+        return (c & NAN) | FINITE | (0 if exact <= top else PINF | NINF)
+
+    def _bound(self, e: Any) -> float:
+        """An upper bound of |e| where e is finite: its own for a numeral and for the terms
+        `_combine` bounds, else its sort's largest finite value."""
+        ref = self.ref
+        key = _ID(ref, e)
+        if key in self.mag:
+            return self.mag[key]
+        if _KIND(ref, e) in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
+                and _DECL_KIND(ref, _DECL(ref, e)) == z3.Z3_OP_FPA_NUM:
+            v = z3.z3._to_expr_ref(e, self.ctx)
+            assert isinstance(v, z3.FPNumRef)
+            # |v| < 2^(e - bias + 1) (subnormals: exponent field 0 means 1 - bias)
+            b = 2.0 ** (max(v.exponent_as_long(), 1) - (2 ** (v.ebits() - 1) - 1) + 1)
+        elif _KIND(ref, e) in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
+                and _DECL_KIND(ref, _DECL(ref, e)) in (z3.Z3_OP_FPA_PLUS_ZERO, z3.Z3_OP_FPA_MINUS_ZERO):
+            b = 0.0
+        else:
+            b = self._max_of(e)
+        self.mag[key] = b
+        return b
+
+    def _max_of(self, e: Any) -> float:
+        """The largest finite value of float term `e`'s sort (as a Python float; inf past
+        float64's range)."""
+        ref = self.ref
+        sort = _SORT(ref, e)
+        sid = _SORT_ID(ref, sort)
+        if sid not in self._sort_max:
+            eb, sb = z3core.Z3_fpa_get_ebits(ref, sort), z3core.Z3_fpa_get_sbits(ref, sort)
+            try:
+                self._sort_max[sid] = (2 - 2.0 ** (1 - sb)) * 2.0 ** (2 ** (eb - 1) - 1)
+            except OverflowError:
+                self._sort_max[sid] = float("inf")
+        return self._sort_max[sid]
 
     def _extreme(self, e: Any) -> int:
         """-1 if `e` is the lowest finite float of its sort (-FLT_MAX for float32), +1 if
@@ -299,7 +413,9 @@ class Canonicalizer:
         if self._ctx is None:
             self._ctx = root.ctx
         ref = root.ctx_ref()
-        if self._classes is None and self._facts:
+        if self._classes is None:
+            # without facts too: integers converted to floats are finite, and their bounded
+            # sums and products decide a clamp (`_FloatClasses._combine`)
             self._classes = _FloatClasses(root.ctx, self._facts)
         memo, facts, decided, classes = self._memo, self._facts, self._decided, self._classes
         # (term, its arguments once they are pushed: the post-order visit reuses them)

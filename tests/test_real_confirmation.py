@@ -171,3 +171,22 @@ def test_largest_differences_come_first():
     got = confirm.largest_differences(src, tgt, 3)
     assert [(k, i) for k, i, _, _ in got] == [(0, (2,)), (0, (1,)), (0, (3,))]
     assert confirm.largest_differences(src, tgt, 1)[0][3] == 3.0
+
+
+def test_a_pipeline_checked_through_its_steps_confirms_in_the_real_model():
+    """The `zero` pipeline is checked through the module after LegalizeOps (`via`, with the
+    same model-aware confirmation): it proves the plain pipeline, refutes a target whose
+    exp became tanh with a counterexample shown in exact real arithmetic, and gives no
+    counterexample for exp(a + b) -> exp(a) * exp(b), which only rounding separates."""
+    from tests.conftest import mutate
+    src = _module(exp_of_sum)
+    (r,) = tvtv.check_pass("zero", src, fp="real", timeout=30).results
+    assert r.verdict == "proved", r.to_dict()
+    zero = tvm_bridge.pipeline("zero")
+    broken = mutate(zero(src), "T.exp(", "T.tanh(")
+    (r,) = tvtv.verify(src, broken, fp="real", timeout=30, pass_name="zero").results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert r.counterexample.confirmed_by == "real", r.to_dict()
+    (r,) = tvtv.verify(src, zero(_module(product_of_exps)), fp="real", timeout=30,
+                       pass_name="zero").results
+    assert r.verdict == "unknown", r.to_dict()

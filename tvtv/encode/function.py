@@ -25,7 +25,7 @@ from tvtv.absfp.dtypes import check_supported
 from tvtv.encode import registry
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.reduction import DOT_NOTE, SUM_NOTE
-from tvtv.encode.tensor import INDEX, Tensor, idx
+from tvtv.encode.tensor import INDEX, Tensor
 from tvtv.encode.tir import encode_prim_func
 from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor
 from tvtv.errors import Unsupported

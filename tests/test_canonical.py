@@ -504,3 +504,35 @@ def test_bounds_that_may_overflow_keep_the_clamp():
                      z3.fpSignedToFP(rm, z3.Extract(7, 0, b), F16))
     assert z3.is_false(c(z3.fpIsInf(small)))
     _means_the_same(c, facts, [z3.fpIsInf(small), _clamp(small, F16)])
+
+
+def test_live_values_premised_finite_make_their_self_difference_zero():
+    """Under per-operation, on runs without NaN/inf inside, a computed value's x - x is +0:
+    `live_facts` gives the canonicalizer that fact for the live tensors, keyed by the
+    simplified terms, where the value's own atoms spread over its case splits (the abstract
+    model's product). The forms mean their terms under the run facts (Z3), and without
+    per-operation, or for a value that is not live, nothing is decided."""
+    from tvtv.absfp import assumptions
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode.tensor import Tensor
+    assume = ("no-nan", "no-inf", "per-operation")
+    for model in (AbstractModel(8), IEEEModel()):
+        dom = model.domain("float32")
+        x, y = dom.var("x"), dom.var("y")
+        v, w = dom.mul(x, y), dom.add(x, y)
+        live = [Tensor.scalar(v, "float32")]
+        facts = assumptions.live_facts(assume, model, live)
+        assert facts, model
+        zero = Canonicalizer()(dom.const(0.0))
+        c = Canonicalizer(facts)
+        assert z3.eq(c(dom.sub(v, v)), zero), model
+        assert not z3.eq(c(dom.sub(w, w)), zero), model      # w is not live
+        premises = assumptions.run_facts(assume, model, live)
+        for t in (dom.sub(v, v), dom.is_nan(v), dom.sub(w, w), dom.add(dom.sub(v, v), w)):
+            s = z3.Solver()
+            s.add(*model.preconditions(), *premises, c(t) != t)
+            assert s.check() == z3.unsat, (model, t)
+        assert not assumptions.live_facts(("no-nan", "no-inf"), model, live)
+        inputs = [Tensor.scalar(x, "float32"), Tensor.scalar(y, "float32")]
+        assert not z3.eq(Canonicalizer(assumptions.atom_facts(assume, model, inputs))(dom.sub(v, v)),
+                         zero), model       # finite inputs alone: x * y may overflow

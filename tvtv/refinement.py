@@ -208,7 +208,10 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext) -> 
             break
         room -= t.numel
         inner.append(t)
-    return outer + assume_mod.run_facts(assume, model, inner)
+    inner_facts = assume_mod.run_facts(assume, model, inner)
+    # the tensors whose facts are premises: what the canonicalizer may rely on too
+    ctx.premised_live = (list(ctx.live_values or []) if outer else []) + (inner if inner_facts else [])
+    return outer + inner_facts
 
 
 def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
@@ -606,6 +609,9 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
     if enc.atoms is None:
         enc.atoms = assume_mod.atom_facts(enc.options.assume, enc.model,
                                           [t for _, _, v in enc.inputs for t in flatten(v)])
+        # per-operation's runs without NaN/inf inside: the live values' facts too
+        enc.atoms.update(assume_mod.live_facts(enc.options.assume, enc.model,
+                                               enc.src.ctx.premised_live))
     canon = Canonicalizer(enc.atoms)
     deadline = _DEADLINE.get()
     for start in range(0, a.numel, CANON_CHUNK):

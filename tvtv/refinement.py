@@ -196,7 +196,9 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext) -> 
     Before, a group's NaN hidden by a later operation (`==`, a clip through TIR's max/min)
     counted as a difference on a poison run (tests/test_per_operation_inner.py). FuseTIR's
     graph 19 of seed 0 has such a case (`v - v` of a group's variance, clipped): it gets the
-    facts now (5,557 instead of 1,315) but its 48 elements still time out (2026-11-29)."""
+    facts (5,557 instead of 1,315), and the tensors they cover (`ctx.premised_live`) give the
+    canonicalizer its facts too (`assumptions.live_facts`: unknown after 303 s, then proved
+    in 20 s, 2026-11-29)."""
     outer = assume_mod.run_facts(assume, model, ctx.live_values or [])
     room = assume_mod.RUN_FACTS_BOUND - (sum(t.numel for t in ctx.live_values or [] if is_float(t.dtype))
                                          if outer else 0)

@@ -179,7 +179,8 @@ class _FloatClasses:
         # The exact result of finite operands is at most `exact` in magnitude; rounding is
         # monotone (IEEE 754 4.3), so it rounds to at most the sort's largest finite value
         # when `exact` is at most that, and to at most `exact` times (1 + 2^(1-p)) (p: the
-        # precision; the extra 2^-49 covers Python's own rounding of the bound).
+        # precision) plus the smallest subnormal; the factor 1 + 2^-49 covers Python's own
+        # rounding of the bound.
         if c & (PINF | NINF):
             return ANY
         if kind == z3.Z3_OP_FPA_TO_FP and not args:
@@ -192,9 +193,14 @@ class _FloatClasses:
             exact = self._bound(args[0]) * self._bound(args[1])
         else:                                               # add, sub
             exact = self._bound(args[0]) + self._bound(args[1])
-        sbits = z3core.Z3_fpa_get_sbits(ref, _SORT(ref, e))
+        sort = _SORT(ref, e)
+        sbits, ebits = z3core.Z3_fpa_get_sbits(ref, sort), z3core.Z3_fpa_get_ebits(ref, sort)
         top = self._max_of(e)
-        self.mag[_ID(ref, e)] = min(exact * (1 + 2.0 ** (1 - sbits)) * (1 + 2.0 ** -49), top)
+        exact *= 1 + 2.0 ** -49
+        # below the normal range rounding errs by up to half the smallest subnormal, which
+        # the relative term does not cover: add that subnormal
+        tiny = 2.0 ** (2 - 2 ** (ebits - 1) - (sbits - 1))
+        self.mag[_ID(ref, e)] = min(exact * (1 + 2.0 ** (1 - sbits)) + tiny, top)
         return (c & NAN) | FINITE | (0 if exact <= top else PINF | NINF)
 
     def _bound(self, e: Any) -> float:

@@ -69,14 +69,14 @@ def _class_args(ref: Any, e: Any, kind: int) -> list[Any] | None:
         return [_ARG(ref, e, 1), _ARG(ref, e, 2)]
     if kind in _SELECTING or kind in (z3.Z3_OP_FPA_NEG, z3.Z3_OP_FPA_ABS):
         return [_ARG(ref, e, i) for i in range(_NUM_ARGS(ref, e))]
-    if kind in _ROUNDED and _NUM_ARGS(ref, e) == (2 if kind in (z3.Z3_OP_FPA_TO_FP, z3.Z3_OP_FPA_TO_FP_UNSIGNED) else 3):
+    conversion = kind in (z3.Z3_OP_FPA_TO_FP, z3.Z3_OP_FPA_TO_FP_UNSIGNED)
+    if kind in _ROUNDED and _NUM_ARGS(ref, e) == (2 if conversion else 3):
         rm = _ARG(ref, e, 0)
         if _KIND(ref, rm) not in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
                 or _DECL_KIND(ref, _DECL(ref, rm)) != z3.Z3_OP_FPA_RM_NEAREST_TIES_TO_EVEN:
             return None
         rest = [_ARG(ref, e, i) for i in range(1, _NUM_ARGS(ref, e))]
-        if kind in (z3.Z3_OP_FPA_TO_FP, z3.Z3_OP_FPA_TO_FP_UNSIGNED) \
-                and not _is_float_sort(ref, rest[0]):
+        if conversion and not _is_float_sort(ref, rest[0]):
             # an integer converted: finite, its bound from its width (no class to follow)
             return [] if _is_bv_sort(ref, rest[0]) else None
         return rest
@@ -104,7 +104,8 @@ class _FloatClasses:
     infinities, absolute value makes -inf +inf. Rounded sums, differences, products and
     conversions of finite (or NaN) operands are finite (or NaN) while a bound of their
     magnitude fits the format (`_combine`; an integer converted is bounded by its width).
-    Anything else (a division, an uninterpreted function) may be anything. Every term is a raw pointer some live term holds (`Canonicalizer._held`)."""
+    Anything else (a division, an uninterpreted function) may be anything. Every term is a
+    raw pointer some live term holds (`Canonicalizer._held`)."""
 
     def __init__(self, ctx: z3.Context, facts: dict[int, tuple[z3.ExprRef, z3.ExprRef]]) -> None:
         self.ctx, self.ref = ctx, ctx.ref()
@@ -217,7 +218,8 @@ class _FloatClasses:
             # |v| < 2^(e - bias + 1) (subnormals: exponent field 0 means 1 - bias)
             b = 2.0 ** (max(v.exponent_as_long(), 1) - (2 ** (v.ebits() - 1) - 1) + 1)
         elif _KIND(ref, e) in (z3.Z3_APP_AST, z3.Z3_NUMERAL_AST) \
-                and _DECL_KIND(ref, _DECL(ref, e)) in (z3.Z3_OP_FPA_PLUS_ZERO, z3.Z3_OP_FPA_MINUS_ZERO):
+                and _DECL_KIND(ref, _DECL(ref, e)) in (z3.Z3_OP_FPA_PLUS_ZERO,
+                                                       z3.Z3_OP_FPA_MINUS_ZERO):
             b = 0.0
         else:
             b = self._max_of(e)

@@ -188,7 +188,11 @@ def test_nll_loss_admits_numpy_and_rejects_wrong(xs, ts, reduction, weighted):
     ty, attrs = nll_type(x, t, w, reduction=reduction)
     want = ref_nll_f64(x, t, w, reduction)
     for model in (None, abstract()):
-        assert agrees("relax.nn.nll_loss", args, ty, [want], attrs, model=model, exact=False)
+        # 60 s: what is asserted is that the value is admitted, not how fast. The IEEE query
+        # of the (3, 4) mean case took 0.8, 1.4 and 7.2 s in one process alone and passed the
+        # 20 s default once under CI's load (unknown, so False; 2026-11-29)
+        assert agrees("relax.nn.nll_loss", args, ty, [want], attrs, model=model, exact=False,
+                      timeout_ms=60000)
     got = eval_folded("relax.nn.nll_loss", args, ty, attrs)
     assert arrays_match(got, ref_nll(x, t, w, reduction))
     C = xs[0] if len(xs) == 1 else xs[1]

@@ -147,6 +147,9 @@ class _Encoded:
     atoms: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None
     # what `_prove_groups` proved a group at a time, for the verdict's levels
     symmetric: list[str] = field(default_factory=list)
+    # the source's live tensors whose no-NaN/no-inf facts are premises (per-operation's runs
+    # without NaN/inf inside, `_run_facts`): the canonicalizer may rely on them too
+    premised: list[Tensor] = field(default_factory=list)
 
 
 def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None) -> tuple[FloatModel, str]:
@@ -187,7 +190,8 @@ def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: F
     return _Side(ctx, flatten(value), value)
 
 
-def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext) -> list[z3.BoolRef]:
+def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
+               ) -> tuple[list[z3.BoolRef], list[Tensor]]:
     """Under per-operation: `assume_mod.run_facts` of the source's live tensors, then of the
     live tensors inside the functions they call (`EncodeContext.inner_live_values`: a fused
     group's intermediates) as far as `assume_mod.RUN_FACTS_BOUND` allows. The checked
@@ -196,7 +200,7 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext) -> 
     Before, a group's NaN hidden by a later operation (`==`, a clip through TIR's max/min)
     counted as a difference on a poison run (tests/test_per_operation_inner.py). FuseTIR's
     graph 19 of seed 0 has such a case (`v - v` of a group's variance, clipped): it gets the
-    facts (5,557 instead of 1,315), and the tensors they cover (`ctx.premised_live`) give the
+    facts (5,557 instead of 1,315), and the tensors they cover (returned beside them) give the
     canonicalizer its facts too (`assumptions.live_facts`: unknown after 303 s, then proved
     in 20 s, 2026-11-29)."""
     outer = assume_mod.run_facts(assume, model, ctx.live_values or [])
@@ -212,8 +216,8 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext) -> 
         inner.append(t)
     inner_facts = assume_mod.run_facts(assume, model, inner)
     # the tensors whose facts are premises: what the canonicalizer may rely on too
-    ctx.premised_live = (list(ctx.live_values or []) if outer else []) + (inner if inner_facts else [])
-    return outer + inner_facts
+    premised = (list(ctx.live_values or []) if outer else []) + (inner if inner_facts else [])
+    return outer + inner_facts, premised
 
 
 def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
@@ -237,12 +241,14 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt", src)
     facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
+    premised: list[Tensor] = []
     if concrete is None and src.ctx.live_values is not None:
-        facts += _run_facts(options.assume, model, src.ctx)
+        run, premised = _run_facts(options.assume, model, src.ctx)
+        facts += run
     notes = src.ctx.notes | tgt.ctx.notes
     if model.hash_facts:
         notes.add("sums: hashed multisets of terms (reassociation)")
-    return _Encoded(model, inputs, src, tgt, level, notes, facts, options)
+    return _Encoded(model, inputs, src, tgt, level, notes, facts, options, premised=premised)
 
 
 # perf_counter() time when the check in progress must stop (Options.budget), or None
@@ -613,7 +619,7 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
                                           [t for _, _, v in enc.inputs for t in flatten(v)])
         # per-operation's runs without NaN/inf inside: the live values' facts too
         enc.atoms.update(assume_mod.live_facts(enc.options.assume, enc.model,
-                                               enc.src.ctx.premised_live))
+                                               enc.premised))
     canon = Canonicalizer(enc.atoms)
     deadline = _DEADLINE.get()
     for start in range(0, a.numel, CANON_CHUNK):

@@ -125,7 +125,8 @@ class _FloatClasses:
                 self.cls[leaf] = self.cls.get(leaf, ANY) & ~drop
         # id -> an upper bound of |value| where the term is finite (`_bound`)
         self.mag: dict[int, float] = {}
-        self._sort_max: dict[int, float] = {}     # sort id -> its largest finite value
+        # sort id -> (largest finite value, 1 + 2^(1-p), smallest subnormal): `_limits`
+        self._sort_limits: dict[int, tuple[float, float, float]] = {}
 
     def of(self, root: Any) -> int:
         """The classes `root` may take (bits of NAN, PINF, NINF, FINITE)."""
@@ -194,14 +195,11 @@ class _FloatClasses:
             exact = self._bound(args[0]) * self._bound(args[1])
         else:                                               # add, sub
             exact = self._bound(args[0]) + self._bound(args[1])
-        sort = _SORT(ref, e)
-        sbits, ebits = z3core.Z3_fpa_get_sbits(ref, sort), z3core.Z3_fpa_get_ebits(ref, sort)
-        top = self._max_of(e)
+        top, rel, tiny = self._limits(e)
         exact *= 1 + 2.0 ** -49
         # below the normal range rounding errs by up to half the smallest subnormal, which
         # the relative term does not cover: add that subnormal
-        tiny = 2.0 ** (2 - 2 ** (ebits - 1) - (sbits - 1))
-        self.mag[_ID(ref, e)] = min(exact * (1 + 2.0 ** (1 - sbits)) + tiny, top)
+        self.mag[_ID(ref, e)] = min(exact * rel + tiny, top)
         return (c & NAN) | FINITE | (0 if exact <= top else PINF | NINF)
 
     def _bound(self, e: Any) -> float:
@@ -222,23 +220,25 @@ class _FloatClasses:
                                                        z3.Z3_OP_FPA_MINUS_ZERO):
             b = 0.0
         else:
-            b = self._max_of(e)
+            b = self._limits(e)[0]
         self.mag[key] = b
         return b
 
-    def _max_of(self, e: Any) -> float:
-        """The largest finite value of float term `e`'s sort (as a Python float; inf past
-        float64's range)."""
+    def _limits(self, e: Any) -> tuple[float, float, float]:
+        """For float term `e`'s sort, once per sort: its largest finite value (a Python
+        float; inf past float64's range), 1 + 2^(1-p) (p: the precision), and its smallest
+        subnormal."""
         ref = self.ref
         sort = _SORT(ref, e)
         sid = _SORT_ID(ref, sort)
-        if sid not in self._sort_max:
+        if sid not in self._sort_limits:
             eb, sb = z3core.Z3_fpa_get_ebits(ref, sort), z3core.Z3_fpa_get_sbits(ref, sort)
             try:
-                self._sort_max[sid] = (2 - 2.0 ** (1 - sb)) * 2.0 ** (2 ** (eb - 1) - 1)
+                top = (2 - 2.0 ** (1 - sb)) * 2.0 ** (2 ** (eb - 1) - 1)
             except OverflowError:
-                self._sort_max[sid] = float("inf")
-        return self._sort_max[sid]
+                top = float("inf")
+            self._sort_limits[sid] = (top, 1 + 2.0 ** (1 - sb), 2.0 ** (2 - 2 ** (eb - 1) - (sb - 1)))
+        return self._sort_limits[sid]
 
     def _extreme(self, e: Any) -> int:
         """-1 if `e` is the lowest finite float of its sort (-FLT_MAX for float32), +1 if

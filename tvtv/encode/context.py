@@ -37,9 +37,6 @@ class EncodeContext:
     # function's live bindings call (a fused group's intermediates, operations of the source
     # as much as its own bindings are), kept apart so that a bound on facts can prefer the others
     inner_live_values: list[Any] = field(default_factory=list)
-    # the live tensors whose no-NaN/no-inf facts are the check's premises (per-operation's
-    # runs without NaN/inf inside; `tvtv.refinement._run_facts`)
-    premised_live: list[Any] = field(default_factory=list)
     # per-operation no-signed-zeros (`tvtv.absfp.assumptions.zero_signs_free`): operators whose
     # result at ±0 is a zero may see their argument's zero sign dropped (`elementwise`)
     zero_signs_free: bool = False

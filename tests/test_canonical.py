@@ -508,10 +508,10 @@ def test_bounds_that_may_overflow_keep_the_clamp():
 
 def test_live_values_premised_finite_make_their_self_difference_zero():
     """Under per-operation, on runs without NaN/inf inside, a computed value's x - x is +0:
-    `live_facts` gives the canonicalizer that fact for the live tensors, keyed by the
-    simplified terms, where the value's own atoms spread over its case splits (the abstract
-    model's product). The forms mean their terms under the run facts (Z3), and without
-    per-operation, or for a value that is not live, nothing is decided."""
+    `live_facts` gives the canonicalizer that premise for the live tensors, simplified with
+    the terms, where the value's own atoms spread over its case splits (the abstract model's
+    product). The forms mean their terms under the run facts (Z3),
+    and without per-operation, or for a value that is not live, nothing is decided."""
     from tvtv.absfp import assumptions
     from tvtv.absfp.ieee import IEEEModel
     from tvtv.encode.tensor import Tensor
@@ -524,11 +524,14 @@ def test_live_values_premised_finite_make_their_self_difference_zero():
         facts = assumptions.live_facts(assume, model, live)
         assert facts, model
         zero = Canonicalizer()(dom.const(0.0))
-        c = Canonicalizer(facts)
+        c = Canonicalizer({}, facts)
         assert z3.eq(c(dom.sub(v, v)), zero), model
+        clipped = dom.minimum(dom.maximum(dom.sub(v, v), dom.const(-1.0)), dom.const(1.0))
         assert not z3.eq(c(dom.sub(w, w)), zero), model      # w is not live
+        assert [z3.eq(f, zero) for f in c.many([dom.sub(w, w), dom.sub(v, v)])] == [False, True]
         premises = assumptions.run_facts(assume, model, live)
-        for t in (dom.sub(v, v), dom.is_nan(v), dom.sub(w, w), dom.add(dom.sub(v, v), w)):
+        for t in (dom.sub(v, v), dom.is_nan(v), dom.sub(w, w), dom.add(dom.sub(v, v), w),
+                  clipped):
             s = z3.Solver()
             s.add(*model.preconditions(), *premises, c(t) != t)
             assert s.check() == z3.unsat, (model, t)
@@ -536,3 +539,5 @@ def test_live_values_premised_finite_make_their_self_difference_zero():
         inputs = [Tensor.scalar(x, "float32"), Tensor.scalar(y, "float32")]
         assert not z3.eq(Canonicalizer(assumptions.atom_facts(assume, model, inputs))(dom.sub(v, v)),
                          zero), model       # finite inputs alone: x * y may overflow
+        assert len(assumptions.live_facts(("no-nan", "per-operation"), model, live)) == 1
+

@@ -201,7 +201,7 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
     counted as a difference on a poison run (tests/test_per_operation_inner.py). FuseTIR's
     graph 19 of seed 0 has such a case (`v - v` of a group's variance, clipped): it gets the
     facts (5,557 instead of 1,315), and the tensors they cover (returned beside them) give the
-    canonicalizer its facts too (`assumptions.live_facts`: unknown after 303 s, then proved
+    canonicalizer its premises too (`assumptions.live_facts`: unknown after 303 s, then proved
     in 20 s, 2026-11-29)."""
     outer = assume_mod.run_facts(assume, model, ctx.live_values or [])
     room = assume_mod.RUN_FACTS_BOUND - (sum(t.numel for t in ctx.live_values or [] if is_float(t.dtype))
@@ -617,10 +617,9 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
     if enc.atoms is None:
         enc.atoms = assume_mod.atom_facts(enc.options.assume, enc.model,
                                           [t for _, _, v in enc.inputs for t in flatten(v)])
-        # per-operation's runs without NaN/inf inside: the live values' facts too
-        enc.atoms.update(assume_mod.live_facts(enc.options.assume, enc.model,
-                                               enc.premised))
-    canon = Canonicalizer(enc.atoms)
+    # per-operation's runs without NaN/inf inside: the live values' premises too
+    canon = Canonicalizer(enc.atoms, assume_mod.live_facts(enc.options.assume, enc.model,
+                                                           enc.premised))
     deadline = _DEADLINE.get()
     for start in range(0, a.numel, CANON_CHUNK):
         # elements built a chunk at a time (a large output may be given up after one); pairs

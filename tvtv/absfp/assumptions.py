@@ -174,41 +174,34 @@ def run_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object
 
 
 def live_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object]
-               ) -> dict[int, tuple[z3.ExprRef, z3.ExprRef]]:
-    """`atom_facts` for computed values: under per-operation, on the runs `run_facts` admits,
+               ) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """Premises for computed values: under per-operation, on the runs `run_facts` admits,
     the live tensors' elements are not NaN (no-nan) / inf (no-inf), so each element's atoms
-    are False and, with both, its `self_difference` (x - x) is +0 (IEEE 754 6.3). Keyed by
-    the simplified forms Z3 gives them, for `tvtv.encode.canonical.Canonicalizer`.
+    are False and, with both, its `self_difference` (x - x) is +0 (IEEE 754 6.3). As
+    (term, value) pairs on the terms as built, for `tvtv.encode.canonical.Canonicalizer`'s
+    `premises`, which simplifies them with the terms it canonicalizes.
 
     A computed atom's simplified form is no single atom (Z3 spreads "v is NaN" over v's case
     splits), and a fused `v - v` is an `ite` on both atoms that the simplifier merges: so
-    the whole self-difference is a fact too, which the canonicalizer meets as one term where
-    the output's simplification builds it alike (it simplifies bottom up). FuseTIR's seed-0
-    graph 19: TVM folds a group's `v - v` of a variance to 0 (docs/findings.md). Only for the
-    tensors whose `run_facts` are premises of the check."""
+    the whole self-difference is a premise too, which the canonicalizer meets as one term
+    where the output's simplification builds it alike (it simplifies bottom up). FuseTIR's
+    seed-0 graph 19: TVM folds a group's `v - v` of a variance to 0 (docs/findings.md). Only
+    for the tensors whose `run_facts` are premises of the check."""
     flags = per_operation(assume)
-    out: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
-    floats = [t for t in tensors if is_float(t.dtype) and t.numel]  # type: ignore[attr-defined]
-    if not flags or not floats:
+    out: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    if not flags:
         return out
     false = z3.BoolVal(False)
-    forms: list[tuple[z3.ExprRef, z3.ExprRef]] = []      # (term, what it is on admitted runs)
-    for t in floats:
+    for t in tensors:
+        if not is_float(t.dtype) or not t.numel:  # type: ignore[attr-defined]
+            continue
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
         zero = z3.simplify(dom.zero())
         for k in range(t.numel):  # type: ignore[attr-defined]
             v = t.at(k)  # type: ignore[attr-defined]
-            forms += [(p, false) for p in excluded(flags, dom, v)]
+            out += [(p, false) for p in excluded(flags, dom, v)]
             if len(flags) == 2:
-                forms.append((dom.self_difference(v), zero))
-    # simplified together: shared subterms (a row's sum) once (`Canonicalizer.many`)
-    batch = z3.Function("tvtv_live_batch", *[f.sort() for f, _ in forms], z3.BoolSort())
-    simplified = z3.simplify(batch(*[f for f, _ in forms]))
-    for k, (_, value) in enumerate(forms):
-        form = simplified.arg(k)
-        if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form) \
-                and not z3.is_fp_value(form) and not z3.is_bv_value(form):
-            out[form.get_id()] = (form, value)
+                out.append((dom.self_difference(v), zero))
     return out
 
 

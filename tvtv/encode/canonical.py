@@ -335,10 +335,14 @@ class Canonicalizer:
     term the memo holds, visited or built, keeps a reference until the canonicalizer goes, so
     an id is never reused for another term while it is a memo key."""
 
-    def __init__(self, facts: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None) -> None:
+    def __init__(self, facts: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None,
+                 premises: Sequence[tuple[z3.ExprRef, z3.ExprRef]] = ()) -> None:
         # id -> canonical form (raw pointers)
         self._memo: dict[int, Any] = {}
-        self._facts = facts or {}
+        self._facts = dict(facts or {})
+        # (term, value) pairs as built, simplified with every term simplified here
+        # (`_simplify`), whose forms then join `_facts`
+        self._premises = list(premises)
         # ids of memo keys whose canonical form has an atom replaced by a premise
         self._decided: set[int] = set()
         self._ctx: z3.Context | None = None
@@ -361,14 +365,39 @@ class Canonicalizer:
         return a
 
     def __call__(self, term: z3.ExprRef) -> z3.ExprRef:
-        out = z3.simplify(term)
+        out = self._simplify(term)
         for _ in range(FACT_ROUNDS):
             root = out
             out = self._canon(root)
             if root.get_id() not in self._decided:
                 break
-            out = z3.simplify(out)     # a premise decided an atom: fold what it decided
+            out = self._simplify(out)     # a premise decided an atom: fold what it decided
         return out
+
+    def _simplify(self, term: z3.ExprRef) -> z3.ExprRef:
+        """`z3.simplify(term)`; with premises, they are simplified in the same call (as
+        arguments of one application beside `term`) and their forms become facts.
+
+        One call, because the forms of separate calls need not meet: Z3's simplifier orders
+        the arguments of `or`, `=` and `+` by term ids, and the ids of the terms it builds
+        and drops depend on what the process built before. FuseTIR's seed-0 graph 19 (a
+        group's `v - v`, clipped) proved in 17-28 s when its finite-runs retry ran alone,
+        with the premises' forms simplified once beforehand; after the first check in the
+        same process, 31-47 of its 48 elements kept their `v - v` and the check ran out of
+        time (2026-11-29). Within one call, a term is rewritten once (the simplifier's
+        cache), so the premise's form and the output's subterm are one term."""
+        if not self._premises:
+            return z3.simplify(term)
+        keys = [k for k, _ in self._premises]
+        batch = z3.Function("tvtv_premise_batch", *[k.sort() for k in keys], term.sort(),
+                            z3.BoolSort())
+        both = z3.simplify(batch(*keys, term))
+        for k, (_, value) in enumerate(self._premises):
+            form = both.arg(k)
+            if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form) \
+                    and not z3.is_fp_value(form) and not z3.is_bv_value(form):
+                self._facts[form.get_id()] = (form, value)
+        return both.arg(len(keys))
 
     def many(self, terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
         """The canonical forms of `terms`, each the one `self(term)` means, in one pass.

@@ -12,6 +12,7 @@ per-operation makes it poison.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tvtv
 from tvtv import confirm
@@ -51,3 +52,34 @@ def test_the_twins_stay_counterexamples():
     assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
     assert confirm.poisoned_inside(GroupSource, "main", r.counterexample.inputs,
                                    tuple(PER_OP)) is False
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_finite_runs_retry_decides_the_same_elements_after_other_checks(monkeypatch):
+    """FuseTIR's seed-0 graph 19 (a group's `v - v` of a variance, clipped; TVM folds it to
+    0): on runs without NaN/inf inside, every clip element of source and target is one
+    canonical form (`assumptions.live_facts`), so the check is proved without asking the
+    solver about them; also when the same check ran before in the process, as the CLI's
+    first check runs before its retry. The premises were simplified in a call of their own
+    before b4ff993, and then the second run left all 48 elements to the solver and was
+    unknown after 65 s."""
+    import generators
+    from tvtv import api, refinement
+    from tvtv.refinement import Options
+    left: list[int] = []
+    differing = refinement._differing_elements
+
+    def counted(enc, dom, a, b, give_up=None):
+        out = differing(enc, dom, a, b, give_up)
+        left.append(a.numel if out is None else len(out))
+        return out
+    monkeypatch.setattr(refinement, "_differing_elements", counted)
+    _, src, tgt, _ = api.run_pass("FuseTIR", generators.generate_module("simple", 0, 19))
+    opts = Options(timeout=60, budget=240, assume=tuple(PER_OP), finite_runs=True)
+    for _ in range(2):
+        left.clear()
+        r = api._verify_direct(src, tgt, "FuseTIR", "g19", opts, confirm_vm=False,
+                               lemmas=True).results[0]
+        assert r.verdict == "proved", r.to_dict()
+        assert left and not any(left), left

@@ -147,9 +147,9 @@ class _Encoded:
     atoms: dict[int, tuple[z3.ExprRef, z3.ExprRef]] | None = None
     # what `_prove_groups` proved a group at a time, for the verdict's levels
     symmetric: list[str] = field(default_factory=list)
-    # the source's live tensors whose no-NaN/no-inf facts are premises (per-operation's runs
-    # without NaN/inf inside, `_run_facts`): the canonicalizer may rely on them too
-    premised: list[Tensor] = field(default_factory=list)
+    # per-operation's runs without NaN/inf inside: what the premised live tensors
+    # (`_run_facts`) give the canonicalizer (`assume_mod.live_facts`), built once per encoding
+    premises: list[tuple[z3.ExprRef, z3.ExprRef]] = field(default_factory=list)
 
 
 def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None) -> tuple[FloatModel, str]:
@@ -241,14 +241,15 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt", src)
     facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
-    premised: list[Tensor] = []
+    premises: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     if concrete is None and src.ctx.live_values is not None:
         run, premised = _run_facts(options.assume, model, src.ctx)
         facts += run
+        premises = assume_mod.live_facts(options.assume, model, premised)
     notes = src.ctx.notes | tgt.ctx.notes
     if model.hash_facts:
         notes.add("sums: hashed multisets of terms (reassociation)")
-    return _Encoded(model, inputs, src, tgt, level, notes, facts, options, premised=premised)
+    return _Encoded(model, inputs, src, tgt, level, notes, facts, options, premises=premises)
 
 
 # perf_counter() time when the check in progress must stop (Options.budget), or None
@@ -618,8 +619,7 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
         enc.atoms = assume_mod.atom_facts(enc.options.assume, enc.model,
                                           [t for _, _, v in enc.inputs for t in flatten(v)])
     # per-operation's runs without NaN/inf inside: the live values' premises too
-    canon = Canonicalizer(enc.atoms, assume_mod.live_facts(enc.options.assume, enc.model,
-                                                           enc.premised))
+    canon = Canonicalizer(enc.atoms, enc.premises)
     deadline = _DEADLINE.get()
     for start in range(0, a.numel, CANON_CHUNK):
         # elements built a chunk at a time (a large output may be given up after one); pairs

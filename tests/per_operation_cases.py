@@ -46,3 +46,38 @@ class AllFalse:
             y = R.not_equal(x, x)
             R.output(y)
         return y
+
+
+@I.ir_module
+class GroupSourceHalf:
+    """GroupSource in float16, where x * x overflows already for |x| > 256 (the large
+    input set's 1000 does, `confirm._large_like`)."""
+    @R.function(private=True)
+    def fused(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "bool"):
+        R.func_attr({"Primitive": True})
+        with R.dataflow():
+            v = R.multiply(x, x)
+            w = R.subtract(v, v)
+            e = R.equal(w, w)
+            R.output(e)
+        return e
+
+    @R.function
+    def main(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "bool"):
+        cls = GroupSourceHalf
+        with R.dataflow():
+            y = cls.fused(x)
+            R.output(y)
+        return y
+
+
+@I.ir_module
+class NotFourHalf:
+    """A broken twin of the simplification: x != 4, so false where x is 4 (a run without
+    poison: the integral input set draws 4) as well as true on the overflowing runs."""
+    @R.function
+    def main(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "bool"):
+        with R.dataflow():
+            y = R.not_equal(x, R.const(4.0, "float16"))
+            R.output(y)
+        return y

@@ -18,7 +18,8 @@ import tvtv
 from tvtv import confirm
 from tvtv.ir import tvm_bridge
 
-from tests.per_operation_cases import AllFalse, AllTrue, GroupSource
+from tests.per_operation_cases import (AllFalse, AllTrue, GroupSource, GroupSourceHalf,
+                                       NotFourHalf)
 
 PER_OP = ["no-nan", "no-inf", "per-operation"]
 
@@ -52,6 +53,41 @@ def test_the_twins_stay_counterexamples():
     assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
     assert confirm.poisoned_inside(GroupSource, "main", r.counterexample.inputs,
                                    tuple(PER_OP)) is False
+
+
+def _confirmed(source, target, x, assume):
+    from tvtv.report import Counterexample
+    cex = Counterexample("value", "output 0 differs at index (0,)", {"x": x}, 0, (0,))
+    c = confirm.confirm_case(source, target, "main", ["x"], cex, tuple(assume))
+    return c, cex
+
+
+def test_confirmation_takes_no_poisoned_drawn_inputs_under_per_operation():
+    """GroupSource and AllTrue differ only where x * x overflows: the solver's inputs (3.0)
+    show nothing, and the drawn overflowing set, which shows a difference on the VM, is poison
+    under per-operation, so nothing confirms the counterexample. Before, confirmation took
+    that set (x near FLT_MAX) and the check's counterexample became `unknown` afterwards."""
+    c, cex = _confirmed(GroupSource, AllTrue, np.full(4, 3.0, "float32"), PER_OP)
+    assert (c.confirmed, c.by) == (False, "none"), c
+    assert (cex.inputs["x"] == 3.0).all()
+    # without per-operation that set is a real difference and replaces the inputs
+    c, cex = _confirmed(GroupSource, AllTrue, np.full(4, 3.0, "float32"), PER_OP[:2])
+    assert (c.confirmed, c.by) == (True, "vm-random-inputs"), c
+    assert confirm.poisoned_inside(GroupSource, "main", cex.inputs, tuple(PER_OP)) is True
+
+
+def test_confirmation_passes_over_poisoned_sets_to_one_without_poison():
+    """The broken twin: x != 4 in float16 differs from GroupSourceHalf on the large set (x * x
+    overflows float16: poison) and on the integral set's 4s (no poison), which comes later.
+    Under per-operation confirmation takes the later one; without it, the first."""
+    ones = np.full(4, 1.0, "float16")
+    c, cex = _confirmed(GroupSourceHalf, NotFourHalf, ones, PER_OP)
+    assert (c.confirmed, c.by) == (True, "vm-random-inputs"), c
+    assert (cex.inputs["x"] == 4).any()
+    assert confirm.poisoned_inside(GroupSourceHalf, "main", cex.inputs, tuple(PER_OP)) is False
+    c, cex = _confirmed(GroupSourceHalf, NotFourHalf, ones, PER_OP[:2])
+    assert (c.confirmed, c.by) == (True, "vm-random-inputs"), c
+    assert confirm.poisoned_inside(GroupSourceHalf, "main", cex.inputs, tuple(PER_OP)) is True
 
 
 @pytest.mark.slow

@@ -13,7 +13,8 @@ as `confirmed_by`):
    one of small integers as floats, whose sums are exact in every order, and one filling
    each tensor with one small integer, whose normalization statistics are exact), and
    inputs that show a difference replace the solver's in the counterexample (its message
-   says so).
+   says so). Under per-operation a drawn set replaces them only when the source computes no
+   NaN or infinity inside on it (the same rule for every drawn set below).
 3. The VM cannot show every difference: it legalizes the source too, so a LegalizeOps bug (the
    target's TIR departs from the Relax op's specification) runs identically on both sides.
    For a value difference the solver's inputs are then evaluated in the IEEE model (bit-exact;
@@ -337,8 +338,8 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
     A LegalizeOps departure that depends on exp, erf, tanh ... (gelu_tanh's rounding) shows
     here, where the functions' values are otherwise open. None if no set shows one.
     Sets from `first_drawn` on are drawn ones (they replace `cex`'s inputs, and its message
-    says so); a set `accept` rejects is skipped, and no set is begun after `deadline`
-    (`time.perf_counter()`)."""
+    says so); a drawn set `accept` rejects is skipped (`_replacement_filter`), and no set is
+    begun after `deadline` (`time.perf_counter()`)."""
     for j, inputs in enumerate(sets):
         status, outs = targets[j]
         if deadline is not None and time.perf_counter() > deadline:
@@ -346,7 +347,7 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
         if status != "ok":
             continue
         args = dict(zip(param_names, inputs))
-        if accept is not None and not accept(args):
+        if accept is not None and j >= first_drawn and not accept(args):
             continue
         src = _cpu_outputs(before, fname, args)
         tgt = _cpu_outputs(after, fname, args) if src is not None else None
@@ -417,12 +418,28 @@ def _spec_vs_vm_elsewhere(before: Any, after: Any, fname: str, args: dict[str, A
     return None
 
 
+def _replacement_filter(before: Any, fname: str, assume: tuple[str, ...]
+                        ) -> Callable[[dict[str, Any]], bool] | None:
+    """Which drawn input sets may replace a counterexample's inputs: under per-operation only
+    those on which the source computes no NaN or infinity inside (`poisoned_inside` False; a
+    set it cannot judge is not taken), since a run that does is poison as a whole and no
+    counterexample; None (every set) otherwise. Before this filter a counterexample valid
+    under per-operation could be replaced by a drawn overflowing set that showed a
+    difference, and the whole check then became `unknown` (`tvtv.api._demote_poisoned`):
+    measured on tests/per_operation_cases.py's GroupSource against AllTrue, where every
+    difference is an overflow inside, confirmed on x near FLT_MAX."""
+    if not A.per_operation(assume):
+        return None
+    return lambda args: poisoned_inside(before, fname, args, assume) is False
+
+
 def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
                  cex: Counterexample, assume: tuple[str, ...] = (),
                  fp: str = "abstract") -> Confirmation:
     """Decide whether `cex` is real (see the module docstring) under the assumptions
     `assume` (a difference on a NaN/inf source value they make poison does not count). May
-    replace `cex`'s inputs by random ones that execution shows to differ. A counterexample
+    replace `cex`'s inputs by random ones that execution shows to differ (under per-operation
+    only by ones whose run is not poison, `_replacement_filter`). A counterexample
     of the real model (`fp` "real") is a difference in exact real arithmetic, which VM runs
     and IEEE evaluations cannot show (`_confirm_in_real`)."""
     inputs = [cex.inputs[n] for n in param_names]
@@ -458,6 +475,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     # behaviour of the target: its runs read garbage, and a difference they show would only
     # replace the solver's precise "out of bounds" by a value that garbage happened to give)
     any_ran = s_status == "ok"
+    accept = _replacement_filter(before, fname, assume)
     for j in range(1, len(sets) if cex.kind != "ub" else 1):
         (sj, srcj), (tj, tgtj) = runs["source"][j], runs["target"][j]
         if sj != "ok" or tj != "ok":
@@ -467,7 +485,8 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         # a drawn set on which the source's specification is undefined (an index out of
         # range: take, gather, nll_loss's targets) shows nothing: both compiled modules may
         # read garbage there (measured: nll_loss with targets [-7, -7] "differed" on the VM)
-        if diff is not None and defined_on(before, fname, dict(zip(param_names, sets[j]))):
+        if diff is not None and defined_on(before, fname, dict(zip(param_names, sets[j]))) \
+                and (accept is None or accept(dict(zip(param_names, sets[j])))):
             k, idx, x, y = diff
             cex.inputs = dict(zip(param_names, sets[j]))
             cex.kind, cex.output, cex.index = "value", k, idx
@@ -500,7 +519,7 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
     # a difference anywhere in the outputs may be just that
     if A.OP_ROUNDING not in assume:
         found = _spec_vs_cpu_run(before, after, fname, param_names, sets, runs["target"],
-                                 assume, cex)
+                                 assume, cex, accept=accept)
         if found is not None:
             return found
     if not any_ran:
@@ -528,8 +547,9 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
     erf, ... within the enclosures of the true values (`refinement.separates` with fp
     "real", `tvtv.encode.enclosures`): first the solver's inputs, then each seeded set on
     which the VM runs differ, at the `REAL_ELEMENTS` elements where they differ most
-    (relatively). Under per-operation the run's poison is judged afterwards, as for every
-    counterexample (`tvtv.api._demote_poisoned`); op-rounding means nothing here."""
+    (relatively). Under per-operation a drawn set must not be poison (`_replacement_filter`)
+    and the solver's run is judged afterwards, as for every counterexample
+    (`tvtv.api._demote_poisoned`); op-rounding means nothing here."""
     from tvtv.encode.function import Abstraction, abstraction_level
     from tvtv.ir import relax_reader
     from tvtv.refinement import _RUN, Options, _encoded_at, separates
@@ -559,6 +579,7 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
             return Confirmation(True, "real", "exact real evaluation separates source and target "
                                               "on the counterexample's inputs")
         deadline = time.perf_counter() + REAL_BUDGET
+        accept = _replacement_filter(before, fname, assume)
         for j in range(1, len(sets)):
             (sj, srcj), (tj, tgtj) = runs["source"][j], runs["target"][j]
             if sj != "ok" or tj != "ok":
@@ -566,6 +587,8 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
             if time.perf_counter() > deadline:
                 break
             inputs = dict(zip(param_names, sets[j]))
+            if accept is not None and not accept(inputs):
+                continue
             differing = largest_differences(srcj, tgtj, REAL_ELEMENTS)
             enc = encoded(inputs) if differing else None    # one encoding for its elements
             for k, idx, x, y in differing:
@@ -663,10 +686,7 @@ def search_by_testing(before: Any, after: Any, fname: str,
     except InputError:
         return None
     deadline = time.perf_counter() + budget
-    accept = None
-    if A.per_operation(assume):
-        def accept(args: dict[str, Any]) -> bool:
-            return poisoned_inside(before, fname, args, assume) is False
+    accept = _replacement_filter(before, fname, assume)
     cex = Counterexample("value", "", {}, None, None)
     found = _spec_vs_cpu_run(before, after, fname, names, sets, runs["target"], assume, cex,
                              first_drawn=0, accept=accept, deadline=deadline)

@@ -81,3 +81,18 @@ class NotFourHalf:
             y = R.not_equal(x, R.const(4.0, "float16"))
             R.output(y)
         return y
+
+
+@I.ir_module
+class ExpSource:
+    """exp(x) - exp(x) == itself: true unless exp(x) overflows (inf - inf is NaN). The
+    abstract model's exp may be inf where the true exp is finite, so its counterexample's
+    run is one that IEEE evaluation finds without poison, and nothing shows it."""
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "bool"):
+        with R.dataflow():
+            v = R.exp(x)
+            w = R.subtract(v, v)
+            e = R.equal(w, w)
+            R.output(e)
+        return e

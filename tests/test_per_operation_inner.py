@@ -18,8 +18,8 @@ import tvtv
 from tvtv import confirm
 from tvtv.ir import tvm_bridge
 
-from tests.per_operation_cases import (AllFalse, AllTrue, GroupSource, GroupSourceHalf,
-                                       NotFourHalf)
+from tests.per_operation_cases import (AllFalse, AllTrue, ExpSource, GroupSource,
+                                       GroupSourceHalf, NotFourHalf)
 
 PER_OP = ["no-nan", "no-inf", "per-operation"]
 
@@ -139,6 +139,39 @@ def test_an_undecided_check_is_tried_again_on_runs_without_poison():
                     assume=PER_OP[:2]).results[0]
     assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
     assert not any("checked again" in lv for lv in r.levels), r.levels
+
+
+def test_an_unconfirmed_counterexample_is_tried_again_on_runs_without_poison():
+    """ExpSource against AllTrue: on all runs the abstraction's counterexample (its exp inf
+    where the true one is finite) is shown by nothing, so it was `unknown`; on the runs
+    without NaN/inf inside exp(x) - exp(x) is +0 and the check is proved. The same in the
+    `zero` chain, whose step after LegalizeOps is not confirmed on the VM (TVM folds
+    exp(x) - exp(x) to 0 there): the step's counterexample, not separated by the IEEE model,
+    is checked again, and the step is proved."""
+    r = tvtv.verify(ExpSource, AllTrue, timeout=30, assume=PER_OP).results[0]
+    assert r.verdict == "proved", r.to_dict()
+    assert any(lv.startswith("per-operation: unconfirmed counterexample") for lv in r.levels)
+    (r,) = tvtv.check_pass("zero", ExpSource, timeout=30, assume=PER_OP).results
+    assert r.verdict == "proved", r.to_dict()
+    assert any("per-operation: counterexample not separated by the IEEE model" in lv
+               for lv in r.levels), r.levels
+
+
+def test_the_unconfirmed_counterexamples_twins_are_refuted():
+    """Without per-operation exp's overflow is a real difference: the VM shows false against
+    true where exp(x) is inf (directly and through `zero`, whose fused code folds
+    exp(x) - exp(x) to 0); under per-operation a target false everywhere is refuted on a
+    run without poison."""
+    r = tvtv.verify(ExpSource, AllTrue, timeout=30, assume=PER_OP[:2]).results[0]
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    (r,) = tvtv.check_pass("zero", ExpSource, timeout=30, assume=PER_OP[:2]).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.exp(np.float32(r.counterexample.inputs["x"]))).any()
+    r = tvtv.verify(ExpSource, AllFalse, timeout=30, assume=PER_OP).results[0]
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert confirm.poisoned_inside(ExpSource, "main", r.counterexample.inputs,
+                                   tuple(PER_OP)) is False
 
 
 @pytest.mark.slow

@@ -142,28 +142,20 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 _test_undecided(r, before, after, fn, opts)
     fns = src.public_functions()
     poisoned = [_run_poisoned(r, before, fn.name, opts) for r, fn in zip(results, fns)]
-    # undecided under per-operation: the poisoned runs may be what the solver could not get
-    # past (zero seed-0 graph 19's step after LegalizeOps: a clipped variance's v - v, which
-    # TVM folds to 0, timed out on all runs; on the runs without NaN/inf inside the whole
-    # check was proved in 173 s, 2026-11-30)
-    undecided = [bool(assume_mod.per_operation(opts.assume)) and _solver_undecided(r)
-                 for r in results]
+    why = [_finite_retry_reason(r, p, opts, confirm_vm) for r, p in zip(results, poisoned)]
     judged: set[int] = set()
-    if any(p is True or u for p, u in zip(poisoned, undecided)) and not opts.finite_runs:
-        # a counterexample whose run is poison, or no decision: look again among the runs
-        # that are not poison, which is what per-operation asks about (the retry's own
-        # results are already judged by the same rule)
+    if any(why) and not opts.finite_runs:
+        # look again among the runs that are not poison, which is what per-operation asks
+        # about (the retry's own results are already judged by the same rule)
         retry = _verify_direct(before, after, pass_name, label,
                                dataclasses.replace(opts, finite_runs=True), confirm_vm, lemmas,
-                               tested=frozenset(k for k, u in enumerate(undecided)
-                                                if u and confirm_vm))
+                               tested=frozenset(k for k, r in enumerate(results)
+                                                if why[k] and NOTHING_SHOWN in r.levels))
         for k, r in enumerate(results):
-            if poisoned[k] is True or undecided[k]:
-                why = (f"the counterexample's run is poison ({r.counterexample.message})"
-                       if poisoned[k] is True else f"undecided ({r.reason})")
+            if why[k]:
                 again = retry.results[k]
                 again.seconds += r.seconds
-                again.levels[:0] = [*r.levels, f"per-operation: {why}; checked again on runs "
+                again.levels[:0] = [*r.levels, f"per-operation: {why[k]}; checked again on runs "
                                                f"without NaN/inf inside"]
                 results[k] = again
                 judged.add(k)
@@ -206,6 +198,34 @@ def _per_operation_cex(r: Result, opts: Options) -> bool:
             and assume_mod.PER_OPERATION in opts.assume)
 
 
+def _finite_retry_reason(r: Result, poisoned: bool | None, opts: Options,
+                         confirm_vm: bool) -> str | None:
+    """Under per-operation, why `r` is checked again on the runs without NaN/inf inside
+    (`Options.finite_runs`), or None. The poisoned runs, which per-operation excludes, may be
+    all that stood in the way:
+    - a counterexample whose run is poison (`poisoned`, `_run_poisoned`);
+    - a check the solver left undecided: zero seed-0 graph 19's step after LegalizeOps (a
+      clipped variance's v - v, which TVM folds to 0) timed out on all runs, and the whole
+      check was proved in 173 s on the runs without NaN/inf inside (2026-11-30);
+    - a counterexample that nothing shows (`_demote_unshown`; in a chain's step, which is not
+      confirmed on the VM, one the IEEE model does not separate): the abstraction's exp may
+      be inf where the true exp is finite, so exp(x) - exp(x) may be NaN there, a run that
+      IEEE evaluation finds without poison; on the runs without it the difference is +0."""
+    if not assume_mod.per_operation(opts.assume) or opts.finite_runs:
+        return None
+    if poisoned is True:
+        return f"the counterexample's run is poison ({r.counterexample.message})"
+    if _solver_undecided(r):
+        return f"undecided ({r.reason})"
+    if confirm_vm and r.verdict == UNKNOWN and UNCONFIRMED in r.levels:
+        return r.reason
+    if not confirm_vm and r.verdict == COUNTEREXAMPLE and poisoned is False \
+            and r.counterexample.confirmed_ieee is not True:
+        return (f"counterexample not separated by the IEEE model on its inputs "
+                f"({r.counterexample.message})")
+    return None
+
+
 def _run_poisoned(r: Result, before: Any, fname: str, opts: Options) -> bool | None:
     """For a counterexample under per-operation: does the source, evaluated on its inputs
     (`confirm.poisoned_inside`), compute a NaN/inf in a tensor its outputs are computed from
@@ -235,6 +255,8 @@ def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
 
 
 NOTHING_SHOWN = "testing on drawn inputs: no difference shown"
+# the level `_demote_unshown` adds
+UNCONFIRMED = "counterexample unconfirmed: unknown"
 # the reason of an `unknown` the solver left undecided (`refinement._check_function`), also
 # as a step's reason in a chain (`compose.verify_through`: "LegalizeOps step: timeout ...")
 _UNDECIDED = re.compile(r"^(?:[\w ]+ step: )?(?:timeout after|no abstraction level decided)")
@@ -320,7 +342,7 @@ def _demote_unshown(r: Result, fp: str = "abstract") -> None:
         shown = "no VM run fails or changes a type" if r.confirmed is False else shown
     r.verdict = UNKNOWN
     r.reason = f"unconfirmed counterexample ({cex.message}): {why}, and {shown}"
-    r.levels.append("counterexample unconfirmed: unknown")
+    r.levels.append(UNCONFIRMED)
     r.counterexample, r.confirmed = None, None
 
 

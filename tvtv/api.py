@@ -219,8 +219,9 @@ def _finite_retry_reason(r: Result, poisoned: bool | None, opts: Options,
         return f"undecided ({r.reason})"
     if confirm_vm and r.verdict == UNKNOWN and UNCONFIRMED in r.levels:
         return r.reason
+    # (a lifted counterexample is confirmed already: the VM against the specification)
     if not confirm_vm and r.verdict == COUNTEREXAMPLE and poisoned is False \
-            and r.counterexample.confirmed_ieee is not True:
+            and r.confirmed is not True and r.counterexample.confirmed_ieee is not True:
         return (f"counterexample not separated by the IEEE model on its inputs "
                 f"({r.counterexample.message})")
     return None

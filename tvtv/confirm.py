@@ -485,10 +485,11 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         # a drawn set on which the source's specification is undefined (an index out of
         # range: take, gather, nll_loss's targets) shows nothing: both compiled modules may
         # read garbage there (measured: nll_loss with targets [-7, -7] "differed" on the VM)
-        if diff is not None and defined_on(before, fname, dict(zip(param_names, sets[j]))) \
-                and (accept is None or accept(dict(zip(param_names, sets[j])))):
+        args = dict(zip(param_names, sets[j]))
+        if diff is not None and defined_on(before, fname, args) \
+                and (accept is None or accept(args)):
             k, idx, x, y = diff
-            cex.inputs = dict(zip(param_names, sets[j]))
+            cex.inputs = args
             cex.kind, cex.output, cex.index = "value", k, idx
             cex.source_value, cex.target_value, cex.confirmed_ieee = x, y, None
             cex.executed_values = (x, y)
@@ -587,9 +588,9 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
             if time.perf_counter() > deadline:
                 break
             inputs = dict(zip(param_names, sets[j]))
-            if accept is not None and not accept(inputs):
-                continue
             differing = largest_differences(srcj, tgtj, REAL_ELEMENTS)
+            if differing and accept is not None and not accept(inputs):
+                continue
             enc = encoded(inputs) if differing else None    # one encoding for its elements
             for k, idx, x, y in differing:
                 if not separated(Counterexample("value", "", inputs, k, idx), enc):

@@ -143,8 +143,7 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
     fns = src.public_functions()
     poisoned = [_run_poisoned(r, before, fn.name, opts) for r, fn in zip(results, fns)]
     why = [_finite_retry_reason(r, p, opts, confirm_vm) for r, p in zip(results, poisoned)]
-    judged: set[int] = set()
-    if any(why) and not opts.finite_runs:
+    if any(why):
         # look again among the runs that are not poison, which is what per-operation asks
         # about (the retry's own results are already judged by the same rule)
         retry = _verify_direct(before, after, pass_name, label,
@@ -158,9 +157,8 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                 again.levels[:0] = [*r.levels, f"per-operation: {why[k]}; checked again on runs "
                                                f"without NaN/inf inside"]
                 results[k] = again
-                judged.add(k)
-    for k, (r, p) in enumerate(zip(results, poisoned)):
-        if k not in judged:
+    for r, p, retried in zip(results, poisoned, why):
+        if not retried:
             _demote_poisoned(r, p, opts)
     return Report(results)
 

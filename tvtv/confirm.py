@@ -347,33 +347,43 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
         if status != "ok":
             continue
         args = dict(zip(param_names, inputs))
-        if accept is not None and j >= first_drawn and not accept(args):
-            continue
         src = _cpu_outputs(before, fname, args)
         tgt = _cpu_outputs(after, fname, args) if src is not None else None
-        if src is None or tgt is None:
+        found = _spec_cpu_difference(src, tgt, outs, assume) if tgt is not None else None
+        drawn = j >= first_drawn
+        # poison is judged only for a set that shows a difference (an IEEE run of the module)
+        if found is None or drawn and accept is not None and not accept(args):
             continue
-        for k, ((dtype, shape, spec), (_, tshape, tvals)) in enumerate(zip(src, tgt)):
-            if k >= len(outs) or shape != tshape or outs[k].shape != shape:
+        k, idx, v, t = found
+        if drawn:
+            cex.inputs = dict(args)
+        cex.kind, cex.output, cex.index = "value", k, idx
+        cex.source_value, cex.target_value, cex.confirmed_ieee = v, t, None
+        cex.executed_values = (v, t)
+        cex.message = (f"output {k} differs at index {idx} (found by evaluating the "
+                       f"source's specification and the target with TVM's exp, erf, ..."
+                       f"{' on seeded random inputs' if drawn else ''})")
+        return Confirmation(True, "ieee-spec-cpu",
+                            f"IEEE with TVM's exp, erf, ... values: source specification "
+                            f"{v!r}, target {t!r} (its execution on the VM agrees)")
+    return None
+
+
+def _spec_cpu_difference(src: list[Any], tgt: list[Any], outs: list[np.ndarray],
+                         assume: tuple[str, ...]) -> tuple[int, tuple[int, ...], Any, Any] | None:
+    """(output, index, specification value, target value) of the first element where the
+    source's specification and the target, both evaluated (`_cpu_outputs`), differ as the
+    assumptions count it and the target's VM run (`outs`) gives the target's value."""
+    for k, ((dtype, shape, spec), (_, tshape, tvals)) in enumerate(zip(src, tgt)):
+        if k >= len(outs) or shape != tshape or outs[k].shape != shape:
+            continue
+        ran = outs[k].reshape(-1)
+        for i, (v, t) in enumerate(zip(spec, tvals)):
+            if v is None or t is None or not same_value(t, py_value(ran[i])) \
+                    or not counts(v, t, assume):
                 continue
-            ran = outs[k].reshape(-1)
-            for i, (v, t) in enumerate(zip(spec, tvals)):
-                if v is None or t is None or not same_value(t, py_value(ran[i])) \
-                        or not counts(v, t, assume):
-                    continue
-                idx = tuple(int(d) for d in np.unravel_index(i, shape)) if shape else ()
-                drawn = j >= first_drawn
-                if drawn:
-                    cex.inputs = dict(args)
-                cex.kind, cex.output, cex.index = "value", k, idx
-                cex.source_value, cex.target_value, cex.confirmed_ieee = v, t, None
-                cex.executed_values = (v, t)
-                cex.message = (f"output {k} differs at index {idx} (found by evaluating the "
-                               f"source's specification and the target with TVM's exp, erf, ..."
-                               f"{' on seeded random inputs' if drawn else ''})")
-                return Confirmation(True, "ieee-spec-cpu",
-                                    f"IEEE with TVM's exp, erf, ... values: source specification "
-                                    f"{v!r}, target {t!r} (its execution on the VM agrees)")
+            idx = tuple(int(d) for d in np.unravel_index(i, shape)) if shape else ()
+            return k, idx, v, t
     return None
 
 

@@ -52,6 +52,10 @@ def main() -> None:
     print(f"zero check of graph 0: {time.perf_counter() - start:.0f} s")
     after = trivial_checks("after")
     print(f"after the check:     {after:.2f} s   (Z3 holds {held()} MiB): {after / base:.1f}x slower")
+    from tvtv import z3context
+    z3context.fresh()       # what a worker does after each case (tvtv.runner.run_case)
+    renewed = trivial_checks("renewed")
+    print(f"in a fresh context:  {renewed:.2f} s   (Z3 holds {held()} MiB): {renewed / base:.1f}x")
 
 
 if __name__ == "__main__":

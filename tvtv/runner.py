@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from tvtv import machine
+from tvtv import machine, z3context
 from tvtv.errors import InputError
 from tvtv.ir import npz
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Result
@@ -208,6 +208,9 @@ def run_case(case: Case, config: RunConfig, out: Path | None) -> list[Result]:
     """Check one case (in the calling process). Bad input (an unreadable or malformed module)
     raises InputError; any other failure is the case's `unknown` result."""
     start = time.perf_counter()
+    # a new Z3 context for every case: its search does not depend on the cases checked before
+    # it, and what it built is freed when it ends (before a worker judges whether to retire)
+    z3context.fresh()
     try:
         return _run_case(case, config, out)
     except InputError:
@@ -216,6 +219,8 @@ def run_case(case: Case, config: RunConfig, out: Path | None) -> list[Result]:
         return [Result(case.label, config.pass_name or config.pipeline, UNKNOWN,
                        time.perf_counter() - start, f"internal error: {type(err).__name__}: {err}",
                        fp_model=config.fp)]
+    finally:
+        z3context.fresh()
 
 
 def _load(case: Case, config: RunConfig) -> Any:

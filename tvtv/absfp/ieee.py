@@ -18,9 +18,11 @@ from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_int, numpy
 from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
 from tvtv.errors import Unsupported
+from tvtv import z3context
 
-RNE = z3.RNE()
-_ROUNDING = {"floor": z3.RTN(), "ceil": z3.RTP(), "trunc": z3.RTZ(), "round": z3.RNE()}
+RNE = z3context.constant(__name__, "RNE", z3.RNE)
+_ROUNDING = z3context.constant(__name__, "_ROUNDING", lambda: {
+    "floor": z3.RTN(), "ceil": z3.RTP(), "trunc": z3.RTZ(), "round": z3.RNE()})
 
 
 class IEEEFloats(ScalarDomain):

@@ -28,6 +28,7 @@ from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_int
 from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain
 from tvtv.errors import Unsupported
+from tvtv import z3context
 
 
 def _make_sort() -> tuple[z3.DatatypeSortRef, Any]:
@@ -39,7 +40,7 @@ def _make_sort() -> tuple[z3.DatatypeSortRef, Any]:
     return dt.create(), dt
 
 
-RF, _ = _make_sort()
+RF = z3context.constant(__name__, "RF", lambda: _make_sort()[0])
 
 
 def real_const(value: float) -> z3.ArithRef:

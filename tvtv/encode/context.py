@@ -7,6 +7,7 @@ from typing import Any
 import z3
 
 from tvtv.absfp.interface import FloatModel, ScalarDomain
+from tvtv import z3context
 from tvtv.encode.tensor import close_over_live_indices
 
 
@@ -65,7 +66,7 @@ class EncodeContext:
         return shared_uf(name, *sorts)
 
 
-_SHARED: dict[tuple[str, tuple[Any, ...]], z3.FuncDeclRef] = {}
+_SHARED: dict[tuple[str, tuple[Any, ...]], z3.FuncDeclRef] = z3context.cache({})
 
 
 def shared_uf(name: str, *sorts: z3.SortRef) -> z3.FuncDeclRef:

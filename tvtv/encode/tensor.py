@@ -17,12 +17,13 @@ import numpy as np
 import z3
 
 from tvtv.absfp.interface import ScalarDomain
+from tvtv import z3context
 from tvtv.errors import Unsupported
 
 INDEX_BITS = 32
-INDEX = z3.BitVecSort(INDEX_BITS)
+INDEX = z3context.constant(__name__, "INDEX", lambda: z3.BitVecSort(INDEX_BITS))
 # Bound index variables of the lambdas being built, with their ranges (numel), innermost last.
-_live: list[tuple[z3.BitVecRef, int | None]] = []
+_live: list[tuple[z3.BitVecRef, int | None]] = z3context.cache([])
 # Up to this range, a condition over a lambda's index is expanded element by element;
 # beyond it, it becomes an existential quantifier over the valid indices.
 EXPAND_BOUND = 64
@@ -31,7 +32,7 @@ EXPAND_BOUND = 64
 # idx's numerals by value: an encoding asks for the same few indices over and over (21,581
 # calls in zero graph 1's check), and each new z3py numeral costs several C calls and a
 # wrapper; the terms are immutable, so one per value serves every caller
-_IDX: dict[int, z3.BitVecRef] = {}
+_IDX: dict[int, z3.BitVecRef] = z3context.cache({})
 _IDX_KEEP = 1 << 16
 
 

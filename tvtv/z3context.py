@@ -1,0 +1,96 @@
+"""A fresh Z3 context for each case of a run, so that a case's search does not depend on the
+cases a worker checked before it.
+
+tvtv builds every term in z3py's main context. Z3 keeps what a check built there: the memory
+of freed terms (200 trivial queries took 0.3 s in a fresh process and 3.9 s after a zero
+check, `bench/z3_context.py`), and term ids, which go on growing, by which Z3's simplifier
+orders the arguments of `or`, `=` and `+`; so the same query takes another search after
+other work. Measured on seed-0 zero graph 3 (`tvtv.check_pass("zero", ...)` under
+no-nan,no-inf,no-signed-zeros,per-operation,op-rounding, in one process after graphs 3, 11
+and 12): 99.8 s, 92.6 s of it in five solver queries; with a fresh context before each
+graph, 4.6 s (6.1 s the first time, in a fresh process).
+
+`fresh()` replaces the main context by a new one (z3py creates `main_ctx()` anew once its
+module global `_main_ctx` is None), and with it what tvtv keeps of the old one at module
+level: the constants registered with `constant` (rebuilt, and rebound wherever a module
+imported them by name) and the caches registered with `cache`
+(emptied). Nothing else may keep a z3 object across cases: the operator lemmas' cache holds
+tvtv's own IR only (`tvtv.lemmas`), and `tests/test_z3context.py` checks that no module-level
+z3 object of the old context is left after `fresh()`.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, TypeVar
+
+import z3
+
+T = TypeVar("T")
+
+# (module name, attribute, factory) of every z3 object kept at module level
+_CONSTANTS: list[tuple[str, str, Callable[[], Any]]] = []
+# containers of z3 objects kept across calls (emptied by `fresh`)
+_CACHES: list[Any] = []
+# modules whose attributes may hold a registered constant imported by name
+_PACKAGES = ("tvtv", "generators")
+
+
+def constant(module: str, name: str, factory: Callable[[], T]) -> T:
+    """`factory()`, registered as the module-level z3 object `module.name`: `fresh` builds it
+    again in the new context. Use as `NAME = z3context.constant(__name__, "NAME", lambda: ...)`."""
+    _CONSTANTS.append((module, name, factory))
+    return factory()
+
+
+def cache(container: T) -> T:
+    """`container` (a dict, list or set of z3 objects kept across calls), emptied by `fresh`."""
+    _CACHES.append(container)
+    return container
+
+
+def _ours(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in _PACKAGES)
+
+
+def fresh() -> None:
+    """Make a new Z3 context the main one and rebuild tvtv's module-level z3 objects in it.
+    Every z3 object made before belongs to the old context (mixing raises "Context
+    mismatch"); the old context is deleted once no object refers to it."""
+    z3.z3._main_ctx = None           # z3py's main_ctx() makes a new Context when this is None
+    z3.main_ctx()
+    for container in _CACHES:
+        container.clear()
+    rebuilt: dict[int, tuple[Any, Any]] = {}   # id(old) -> (old, new): old kept alive here
+    for module_name, name, factory in _CONSTANTS:
+        home = sys.modules.get(module_name)
+        if home is not None:
+            old = getattr(home, name)
+            rebuilt[id(old)] = (old, factory())
+    # `from home import NAME` copies too, in any module (a test module's, a benchmark's)
+    for m in list(sys.modules.values()):
+        try:
+            names = list(vars(m).items())
+        except TypeError:          # an entry of sys.modules without a __dict__
+            continue
+        for attr, value in names:
+            pair = rebuilt.get(id(value))
+            if pair is not None and pair[0] is value:
+                setattr(m, attr, pair[1])
+
+
+def stale_objects() -> list[str]:
+    """`module.attribute` of every module-level z3 object of tvtv or the generators, or
+    container holding one, that is not in the current main context (what `fresh` failed to
+    rebuild)."""
+    ctx = z3.main_ctx()
+    found = []
+    for n, m in list(sys.modules.items()):
+        if m is None or not _ours(n):
+            continue
+        for attr, value in list(vars(m).items()):
+            # a z3 object itself (sorts and declarations too) or one level inside a container
+            inner = list(value.keys()) + list(value.values()) if isinstance(value, dict) else \
+                list(value) if isinstance(value, (list, tuple, set, frozenset)) else []
+            if any(isinstance(v, z3.AstRef) and v.ctx is not ctx for v in [value, *inner]):
+                found.append(f"{n}.{attr}")
+    return found

@@ -17,7 +17,7 @@ import runpy
 import typing
 import zipfile
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import tvm
@@ -380,7 +380,17 @@ def pass_name(obj: Any) -> str:
 
 def build_vm(mod: IRModule) -> Any:
     """Build `mod` for llvm; the VM to run its functions."""
-    return relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+    return vm_of(build_executable(mod))
+
+
+def build_executable(mod: IRModule) -> Any:
+    """`mod` built for llvm (`relax.build`), to be run by `vm_of`."""
+    return relax.build(mod, target="llvm")
+
+
+def vm_of(executable: Any) -> Any:
+    """A new VM on the CPU for a built executable."""
+    return relax.VirtualMachine(executable, tvm.cpu())
 
 
 def run_built(vm: Any, func: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -466,13 +476,14 @@ def fuse_ops_by_pattern() -> Any:
 
 def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[Sequence[np.ndarray]],
                     timeout: float = 120.0) -> dict[str, list[tuple[str, Any]]]:
-    """Run `func` of each module on each input set on the VM, in a child process.
+    """Run `func` of each module on each input set on the VM, in a child process (the server
+    this process keeps, `tvtv.ir.vm_server`).
 
     Returns name -> one entry per input set: ("ok", outputs) | ("error", message) |
     ("crash", message)."""
-    import subprocess
-    import sys
     import tempfile
+
+    from tvtv.ir import vm_server
 
     with tempfile.TemporaryDirectory(prefix="tvtv-vm-") as tmp:
         folder = Path(tmp)
@@ -483,13 +494,7 @@ def run_vm_isolated(mods: dict[str, IRModule], func: str, input_sets: Sequence[S
                 save_module(mod, folder / f"{name}.py")
             except InputError as err:
                 raise InputError(f"{name}: {err}") from None
-        try:
-            proc = subprocess.run([sys.executable, "-m", "tvtv.ir.vm_worker", str(folder), func,
-                                   str(len(input_sets)), *mods], capture_output=True, text=True,
-                                  timeout=timeout)
-            crash = f"the VM process died (exit status {proc.returncode})" if proc.returncode else None
-        except subprocess.TimeoutExpired:
-            crash = f"the VM process did not finish in {timeout:g} s"
+        crash = vm_server.server().run(folder, func, len(input_sets), list(mods), timeout)
         results: dict[str, list[tuple[str, Any]]] = {}
         for name in mods:
             entries: list[tuple[str, Any]] = []

@@ -306,6 +306,54 @@ def test_many_gives_each_term_its_canonical_form():
     assert Canonicalizer().many([]) == []
 
 
+def test_abstract_constants_are_known_not_to_be_special():
+    """The abstract model's constants have symbolic magnitudes that its preconditions keep
+    off 0, inf and NaN (`AbstractFloats.constant_atoms`): with those atoms as facts, a
+    constant's special-value tests fold (zero graph 6 kept them on both sides, arranged
+    otherwise), each form means its term under the preconditions, and a variable's tests,
+    which nothing decides, stay."""
+    from tvtv.absfp.assumptions import false_atom_facts
+    m = AbstractModel(6, ["float32"])
+    d = m.domain("float32")
+    x, y = z3.BitVecs("x y", 7)
+    half, one = d.const(0.5), d.const(1.0)
+    terms = [z3.If(z3.Or(d.is_nan(half), d.is_inf(one)), x, y), z3.If(d.is_zero(half), x, y),
+             d.add(half, one), z3.If(d.is_nan(x), x, y)]
+    facts = false_atom_facts(m.false_atoms())
+    forms = [Canonicalizer(facts)(t) for t in terms]
+    assert z3.eq(forms[0], y) and z3.eq(forms[1], y)
+    assert "absfp_float32_c" in forms[2].sexpr()
+    assert not z3.eq(forms[3], y) and not z3.eq(forms[3], x)          # x's tests stay
+    assert not z3.eq(Canonicalizer()(terms[0]), y)                  # without the facts, too
+    for term, form in zip(terms, forms):
+        s = z3.Solver()
+        s.add(*m.preconditions(), form != term)
+        assert s.check() == z3.unsat
+
+
+def test_pairs_meet_exactly_where_their_canonical_forms_do():
+    """`pairs` walks only the pairs that simplifying alone leaves apart: each pair is one term
+    exactly when `many`'s forms of it are, each form means its term, and a pair only the walk
+    joins (Or/Eq argument orders) or none joins (different terms) is decided as by `many`."""
+    from tvm import relax
+    x, y, z = z3.BitVecs("x y z", 8)
+    shared = (x + y) * z
+    xs = [shared + 0, z3.If(z3.Or(x == y, shared == 3), shared, x), shared + 1]
+    ys = [shared, z3.If(z3.Or(3 == shared, y == x), shared, x), shared - 1]
+    elems = legalized_elements(_single(relax.op.nn.softmax, [(2, 3)]))
+    xs, ys = xs + elems[0::2], ys + elems[1::2]
+    forms = Canonicalizer().pairs(xs, ys)
+    many = Canonicalizer().many(xs + ys)
+    n = len(xs)
+    assert [z3.eq(a, b) for a, b in forms] == [z3.eq(many[k], many[n + k]) for k in range(n)]
+    assert [z3.eq(a, b) for a, b in forms[:3]] == [True, True, False]
+    for term, form in zip(xs[:3] + ys[:3], [f for f, _ in forms[:3]] + [g for _, g in forms[:3]]):
+        s = z3.Solver()
+        s.add(form != term)
+        assert s.check() == z3.unsat
+    assert Canonicalizer().pairs([], []) == []
+
+
 def _finite_facts(xs, nan: bool = True, inf: bool = True):
     """`atom_facts`-style premises: "x is NaN" / "x is ±inf" false for each x."""
     facts = {}

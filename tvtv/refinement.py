@@ -616,8 +616,11 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
     then asks one query over a symbolic index instead)."""
     out: list[tuple[int, z3.BoolRef]] = []
     if enc.atoms is None:
-        enc.atoms = assume_mod.atom_facts(enc.options.assume, enc.model,
-                                          [t for _, _, v in enc.inputs for t in flatten(v)])
+        # the input atoms the assumptions decide, and the abstract constants' special-value
+        # tests, which the model's preconditions decide (they stayed in zero graph 6's terms)
+        enc.atoms = {**assume_mod.atom_facts(enc.options.assume, enc.model,
+                                             [t for _, _, v in enc.inputs for t in flatten(v)]),
+                     **assume_mod.false_atom_facts(enc.model.false_atoms())}
     # per-operation's runs without NaN/inf inside: the live values' premises too
     canon = Canonicalizer(enc.atoms, enc.premises)
     deadline = _DEADLINE.get()
@@ -631,8 +634,8 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
         # canonical forms only save solver calls: with the check's budget spent, the rest
         # go to the solver as they are (whose queries then end the check as a timeout)
         if deadline is None or time.perf_counter() < deadline:
-            forms = canon.many([x for _, x, _ in chunk] + [y for _, _, y in chunk])
-            chunk = [(j, x, y) for (j, _, _), x, y in zip(chunk, forms, forms[len(chunk):])]
+            forms = canon.pairs([x for _, x, _ in chunk], [y for _, _, y in chunk])
+            chunk = [(j, x, y) for (j, _, _), (x, y) in zip(chunk, forms)]
         out += [(j, assume_mod.same_output(enc.options.assume, dom, x, y))
                 for j, x, y in chunk if not z3.eq(x, y)]
         if give_up is not None and len(out) > give_up:

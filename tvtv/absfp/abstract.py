@@ -148,6 +148,11 @@ class AbstractFloats(ScalarDomain):
             return self.mk(s, self.MAX)
         return self.mk(s, self.const_mag(a))
 
+    def constant_atoms(self) -> list[z3.BoolRef]:
+        """Atoms `precondition` makes false: a constant's magnitude code is never 0, inf's or
+        NaN's (0 < m < MAX < INF < NAN), so its "is zero", "is inf" and "is NaN" tests are."""
+        return [p for m in self.const_mags.values() for p in (m == 0, m == self.INF, m == self.NAN)]
+
     def precondition(self) -> list[z3.BoolRef]:
         mags = sorted(self.const_mags.items())
         facts = []
@@ -403,6 +408,10 @@ class AbstractModel(FloatModel):
     def describe(self) -> str:
         widths = ", ".join(f"{d} {self.width(d)}" for d in self.chain)
         return f"abstract (magnitude bits {self.mag_bits}" + (f"; casts split: {widths})" if len(self.chain) > 1 else ")")
+
+    def false_atoms(self) -> list[z3.BoolRef]:
+        return [p for d in self._domains.values() if isinstance(d, AbstractFloats)
+                for p in d.constant_atoms()]
 
     def preconditions(self) -> list[z3.BoolRef]:
         facts: list[z3.BoolRef] = []

@@ -134,21 +134,29 @@ def atom_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[objec
     "x[k] is ±inf", raw and simplified, mapped to False (AST id -> (atom, False)), for
     `tvtv.encode.canonical.Canonicalizer`. They are consequences of `input_facts`."""
     want_nan, want_inf = NO_NAN in assume, NO_INF in assume
-    out: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
     if not (want_nan or want_inf):
-        return out
-    false = z3.BoolVal(False)
+        return {}
     if sum(t.numel for t in tensors if is_float(t.dtype)) > ATOM_FACTS_BOUND:  # type: ignore[attr-defined]
-        return out
+        return {}
+    atoms: list[z3.BoolRef] = []
     for t in tensors:
         if not is_float(t.dtype):  # type: ignore[attr-defined]
             continue
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
         for k in range(t.numel):  # type: ignore[attr-defined]
-            for p in excluded(assume, dom, z3.simplify(t.at(k))):  # type: ignore[attr-defined]
-                for form in (p, z3.simplify(p)):
-                    if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form):
-                        out[form.get_id()] = (form, false)
+            atoms += excluded(assume, dom, z3.simplify(t.at(k)))  # type: ignore[attr-defined]
+    return false_atom_facts(atoms)
+
+
+def false_atom_facts(atoms: Sequence[z3.BoolRef]) -> dict[int, tuple[z3.ExprRef, z3.ExprRef]]:
+    """`atoms` (false on every input the check admits), raw and simplified, mapped to False
+    as `atom_facts` maps its atoms."""
+    false = z3.BoolVal(False)
+    out: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+    for p in atoms:
+        for form in (p, z3.simplify(p)):
+            if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form):
+                out[form.get_id()] = (form, false)
     return out
 
 

@@ -159,6 +159,11 @@ class FloatModel(ABC):
             self._domains[dtype] = self._make_domain(dtype)
         return self._domains[dtype]
 
+    def false_atoms(self) -> list[z3.BoolRef]:
+        """Atoms the model's own preconditions make false (the abstract model's constants are
+        never zero, inf or NaN); none where constants are numerals."""
+        return []
+
     def _make_domain(self, dtype: str) -> ScalarDomain:
         """Integers and bools are exact bit-vectors in every model (division by zero is UB,
         reported through `on_ub`); floats are the model's own `_float_domain`."""

@@ -365,7 +365,10 @@ class Canonicalizer:
         return a
 
     def __call__(self, term: z3.ExprRef) -> z3.ExprRef:
-        out = self._simplify(term)
+        return self._rounds(self._simplify(term))
+
+    def _rounds(self, out: z3.ExprRef) -> z3.ExprRef:
+        """The canonical form of `out`, a term `_simplify` returned."""
         for _ in range(FACT_ROUNDS):
             root = out
             out = self._canon(root)
@@ -418,6 +421,30 @@ class Canonicalizer:
         batch = z3.Function("tvtv_canon_batch", *[t.sort() for t in terms], z3.BoolSort())
         out = self(batch(*terms))
         return [out.arg(k) for k in range(len(terms))]
+
+    def pairs(self, xs: Sequence[z3.ExprRef], ys: Sequence[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+        """Forms of the pairs (xs[k], ys[k]) that are one term exactly when their canonical
+        forms (`many`) are: all are simplified together first, and a pair whose simplified
+        terms are already one term is that term (its canonical forms would be one term too:
+        the walk is a function of the term), so only the other pairs are walked. Measured
+        on zero graph 3 of seed 0: a (4, 7, 5, 1) output's 140 pairs are all one term after
+        simplifying (0.4 s), which the walk took another 2 s to confirm."""
+        n = len(xs)
+        if n == 0:
+            return []
+        terms = [*xs, *ys]
+        batch = z3.Function("tvtv_canon_batch", *[t.sort() for t in terms], z3.BoolSort())
+        simple = self._simplify(batch(*terms))
+        forms = [(simple.arg(k), simple.arg(n + k)) for k in range(n)]
+        rest = [k for k, (x, y) in enumerate(forms) if not z3.eq(x, y)]
+        if not rest:
+            return forms
+        walked = [*[forms[k][0] for k in rest], *[forms[k][1] for k in rest]]
+        sub = z3.Function("tvtv_canon_batch", *[t.sort() for t in walked], z3.BoolSort())
+        out = self._rounds(sub(*walked))
+        for pos, k in enumerate(rest):
+            forms[k] = (out.arg(pos), out.arg(len(rest) + pos))
+        return forms
 
     def _by_one(self, ref: Any, kind: int, kids: list[Any]) -> Any | None:
         """x for `fp.mul(rm, x, 1.0)`, `fp.mul(rm, 1.0, x)` and `fp.div(rm, x, 1.0)` (see

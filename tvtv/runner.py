@@ -208,8 +208,8 @@ def run_case(case: Case, config: RunConfig, out: Path | None) -> list[Result]:
     """Check one case (in the calling process). Bad input (an unreadable or malformed module)
     raises InputError; any other failure is the case's `unknown` result."""
     start = time.perf_counter()
-    # a new Z3 context for every case: its search does not depend on the cases checked before
-    # it, and what it built is freed when it ends (before a worker judges whether to retire)
+    # a new Z3 context for every case: what the cases before it left in Z3 does not slow its
+    # queries, and what it built is freed when it ends (before a worker judges whether to retire)
     z3context.fresh()
     try:
         return _run_case(case, config, out)

@@ -1,14 +1,14 @@
-"""A fresh Z3 context for each case of a run, so that a case's search does not depend on the
-cases a worker checked before it.
+"""A fresh Z3 context for each case of a run, so that what the cases a worker checked before
+left in Z3 does not weigh on the next one.
 
 tvtv builds every term in z3py's main context. Z3 keeps what a check built there: the memory
-of freed terms (200 trivial queries took 0.3 s in a fresh process and 3.9 s after a zero
-check, `bench/z3_context.py`), and term ids, which go on growing, by which Z3's simplifier
-orders the arguments of `or`, `=` and `+`; so the same query takes another search after
-other work. Measured on seed-0 zero graph 3 (`tvtv.check_pass("zero", ...)` under
-no-nan,no-inf,no-signed-zeros,per-operation,op-rounding, in one process after graphs 3, 11
-and 12): 99.8 s, 92.6 s of it in five solver queries; with a fresh context before each
-graph, 4.6 s (6.1 s the first time, in a fresh process).
+of freed terms, which later queries pay for (`bench/z3_context.py`, 2026-12-01: 200 trivial
+queries took 1.8x the time of a fresh process after a zero check, 1.1x after `fresh()`),
+and term ids, which go on growing and by which Z3's simplifier orders the arguments of
+`or`, `=` and `+`, so the same query may take another search after other work. How much
+that moves a whole check could not be isolated: Python's hash seed reorders the terms of a
+check as well (seed-0 zero graph 3 after graphs 3, 11 and 12 in one process took 99.8 s in
+one run and 4.2-6.1 s in six others with fixed seeds, with and without `fresh()`).
 
 `fresh()` replaces the main context by a new one (z3py creates `main_ctx()` anew once its
 module global `_main_ctx` is None), and with it what tvtv keeps of the old one at module

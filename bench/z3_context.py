@@ -53,7 +53,7 @@ def main() -> None:
     after = trivial_checks("after")
     print(f"after the check:     {after:.2f} s   (Z3 holds {held()} MiB): {after / base:.1f}x slower")
     from tvtv import z3context
-    z3context.fresh()       # what a worker does after each case (tvtv.runner.run_case)
+    z3context.fresh()       # what a worker does around each case (runner.run_case_in_worker)
     renewed = trivial_checks("renewed")
     print(f"in a fresh context:  {renewed:.2f} s   (Z3 holds {held()} MiB): {renewed / base:.1f}x")
 

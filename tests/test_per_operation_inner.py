@@ -182,11 +182,14 @@ def test_zero_graph_undecided_on_all_runs_is_proved_on_runs_without_poison():
     checks it (a check's budget is a third of the case timeout): the step after LegalizeOps
     (a clipped variance's `v - v`, which TVM folds to 0) times out on all runs, and on the
     runs without NaN/inf inside it is proved. Before the retry after an undecided check it
-    was unknown (at 6ece01e); alone it took 173 s, the retry ~40 s of its 100 s budget."""
+    was unknown (at 6ece01e); alone it took 173 s, the retry ~40 s of its 100 s budget. Since
+    4ee9661 (canonical forms know the abstract constants are not special) the first check
+    proves it in CI's run and the CLI's (115-128 s, after an IEEE re-check times out), so
+    only the verdict is asserted; the retry itself is tested above on a small module
+    (`test_an_undecided_check_is_tried_again_on_runs_without_poison`)."""
     import generators
     mod = generators.generate_module("simple", 0, 19)
     r = tvtv.check_pass("zero", mod, timeout=30, budget=100,
                         assume=["no-nan", "no-inf", "no-signed-zeros", "per-operation",
                                 "op-rounding"]).results[0]
     assert r.verdict == "proved", r.to_dict()
-    assert any("per-operation: undecided (" in lv for lv in r.levels), r.levels

@@ -208,9 +208,6 @@ def run_case(case: Case, config: RunConfig, out: Path | None) -> list[Result]:
     """Check one case (in the calling process). Bad input (an unreadable or malformed module)
     raises InputError; any other failure is the case's `unknown` result."""
     start = time.perf_counter()
-    # a new Z3 context for every case: what the cases before it left in Z3 does not slow its
-    # queries, and what it built is freed when it ends (before a worker judges whether to retire)
-    z3context.fresh()
     try:
         return _run_case(case, config, out)
     except InputError:
@@ -219,6 +216,15 @@ def run_case(case: Case, config: RunConfig, out: Path | None) -> list[Result]:
         return [Result(case.label, config.pass_name or config.pipeline, UNKNOWN,
                        time.perf_counter() - start, f"internal error: {type(err).__name__}: {err}",
                        fp_model=config.fp)]
+
+
+def run_case_in_worker(case: Case, config: RunConfig, out: Path | None) -> list[Result]:
+    """`run_case` in a fresh Z3 context, freed again when the case ends (before the worker
+    judges whether to retire): what the cases before it left in Z3 does not slow its queries
+    (`tvtv.z3context`). Only for a worker, which holds no z3 objects of its own."""
+    z3context.fresh()
+    try:
+        return run_case(case, config, out)
     finally:
         z3context.fresh()
 
@@ -420,7 +426,8 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None, memory_limit: in
                 ballast[k] = 1        # touch every page: resident, not just reserved
             time.sleep(10 ** 6)
         try:
-            msg: tuple[Any, ...] = ("done", case.key, run_case(case, config, Path(out) if out else None))
+            msg: tuple[Any, ...] = ("done", case.key,
+                                    run_case_in_worker(case, config, Path(out) if out else None))
         except InputError as err:
             msg = ("input_error", case.key, str(err))
         except Exception:

@@ -10,18 +10,21 @@ that moves a whole check could not be isolated: Python's hash seed reorders the 
 check as well (seed-0 zero graph 3 after graphs 3, 11 and 12 in one process took 99.8 s in
 one run and 4.2-6.1 s in six others with fixed seeds, with and without `fresh()`).
 
-`fresh()` replaces the main context by a new one (z3py creates `main_ctx()` anew once its
-module global `_main_ctx` is None), and with it what tvtv keeps of the old one at module
-level: the constants registered with `constant` (rebuilt, and rebound wherever a module
+`fresh()` replaces the main context by a new one (z3py's `main_ctx()` returns its module
+global `_main_ctx`), and with it what tvtv keeps of the old one at module level: the constants registered with `constant` (rebuilt, and rebound wherever a module
 imported them by name) and the caches registered with `cache`
-(emptied). Nothing else may keep a z3 object across cases: the operator lemmas' cache holds
+(emptied). A run's workers call it around each case (`tvtv.runner`); in a process whose
+other code keeps z3 objects of its own (`--jobs 0`, the test suite, a user's program) the
+context stays, and `scope()` gives a fresh one for a while and then restores the old one.
+Nothing else may keep a z3 object across cases: the operator lemmas' cache holds
 tvtv's own IR only (`tvtv.lemmas`), and `tests/test_z3context.py` checks that no module-level
 z3 object of the old context is left after `fresh()`.
 """
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 
 import z3
 
@@ -55,17 +58,38 @@ def _ours(name: str) -> bool:
 def fresh() -> None:
     """Make a new Z3 context the main one and rebuild tvtv's module-level z3 objects in it.
     Every z3 object made before belongs to the old context (mixing raises "Context
-    mismatch"); the old context is deleted once no object refers to it."""
-    z3.z3._main_ctx = None           # z3py's main_ctx() makes a new Context when this is None
-    z3.main_ctx()
+    mismatch"); the old context is deleted once no object refers to it. For a process that
+    holds nothing of its own in z3 (a run's worker); elsewhere `scope`."""
+    _install(z3.Context(), None)
+
+
+@contextmanager
+def scope() -> Iterator[None]:
+    """A fresh context (as `fresh`) for the duration, and the previous main context with its
+    objects again after: for a process whose other code keeps z3 objects (a test module's
+    domain, a user's terms)."""
+    old = z3.main_ctx()
+    previous = _install(z3.Context(), None)
+    try:
+        yield
+    finally:
+        _install(old, previous)
+
+
+def _install(ctx: z3.Context, values: dict[tuple[str, str], Any] | None) -> dict[tuple[str, str], Any]:
+    """Make `ctx` the main context, empty the caches and give every registered constant the
+    value `values` holds for it (a new one from its factory where it holds none), wherever a
+    module holds it; returns the constants' values before."""
+    previous = {(m, n): getattr(sys.modules[m], n) for m, n, _ in _CONSTANTS if m in sys.modules}
+    z3.z3._main_ctx = ctx            # z3py's main_ctx() returns this from now on
     for container in _CACHES:
         container.clear()
     rebuilt: dict[int, tuple[Any, Any]] = {}   # id(old) -> (old, new): old kept alive here
     for module_name, name, factory in _CONSTANTS:
-        home = sys.modules.get(module_name)
-        if home is not None:
-            old = getattr(home, name)
-            rebuilt[id(old)] = (old, factory())
+        key = (module_name, name)
+        if key in previous:
+            old = previous[key]
+            rebuilt[id(old)] = (old, values[key] if values and key in values else factory())
     # `from home import NAME` copies too, in any module (a test module's, a benchmark's)
     for m in list(sys.modules.values()):
         try:
@@ -76,6 +100,7 @@ def fresh() -> None:
             pair = rebuilt.get(id(value))
             if pair is not None and pair[0] is value:
                 setattr(m, attr, pair[1])
+    return previous
 
 
 def stale_objects() -> list[str]:

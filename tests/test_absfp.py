@@ -298,3 +298,26 @@ def test_self_difference_is_the_general_subtraction_on_every_value(model_cls):
     for v in VALUES:   # and on constants, against numpy
         got = dom.sub(dom.const(v), dom.const(v))
         assert solve(model, z3.Not(dom.same(got, dom.const(numpy_op("sub", v, v))))) == z3.unsat, v
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "div", "lt"])
+def test_abstract_ops_are_built_once_per_operands_and_still_tell_operands_apart(op):
+    """The domain's memo (`abstract._memoized`): the same operands, built again as new z3py
+    objects, give the very term built the first time; other operands give a different
+    term that can take another value (a memo keyed too coarsely would return the first)."""
+    d = AbstractModel(8).domain("float32")
+    a, b, c = d.var("a"), d.var("b"), d.var("c")
+    first = getattr(d, op)(a, b)
+    again = getattr(d, op)(d.var("a"), d.var("b"))
+    assert again is first
+    other = getattr(d, op)(a, c)
+    assert other is not first and not z3.eq(other, first)
+    assert solve(d.owner, first != other if op == "lt" else z3.Not(d.same(first, other))) == z3.sat
+
+
+def test_abstract_unary_memo_keys_the_function_name():
+    d = AbstractModel(8).domain("float32")
+    x = d.var("x")
+    assert d.unary("exp", d.var("x")) is d.unary("exp", x)
+    assert not z3.eq(d.unary("exp", x), d.unary("tanh", x))
+

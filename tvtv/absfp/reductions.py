@@ -30,6 +30,7 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3raw
 from tvtv.absfp.dtypes import is_float
 from tvtv.absfp.interface import FloatModel
 
@@ -40,8 +41,7 @@ def _terms(args: tuple, n: int, elem_sort: z3.SortRef) -> list[z3.ExprRef]:
     """The n terms of a reduction, given as n arguments or as one array holding them."""
     # (a lambda-built array is a QuantifierRef, not an ArrayRef: test the sort)
     if len(args) == 1 and args[0].sort().kind() == z3.Z3_ARRAY_SORT and n != 1:
-        width = args[0].sort().domain().size()
-        return [z3.Select(args[0], z3.BitVecVal(k, width)) for k in range(n)]
+        return z3raw.selects(args[0], n)
     return list(args)
 
 
@@ -56,15 +56,13 @@ def interpret(model: FloatModel, name: str, sorts: tuple[z3.SortRef, ...],
     dom = model.domain(dtype)
     if kind == "dot":
         def products(a: z3.ExprRef, b: z3.ExprRef) -> list[z3.ExprRef]:
-            width = a.sort().domain().size()
-            return [dom.mul(z3.Select(a, z3.BitVecVal(k, width)), z3.Select(b, z3.BitVecVal(k, width)))
-                    for k in range(n)]
+            return [dom.mul(x, y) for x, y in zip(z3raw.selects(a, n), z3raw.selects(b, n))]
         if model.name == "real":
             return lambda a, b: dom.sum(products(a, b))
         if not reassociate:
             return None     # the coarse "dot as a function" rung of the abstraction ladder
         h, f = _hash_functions(model, "sum", dtype, dom)
-        return lambda a, b: f(z3.Sum([h(t) for t in products(a, b)]))
+        return lambda a, b: f(z3raw.sum_of_applications(h, products(a, b)))
     if model.name == "real":
         flat = dom.sum if kind == "sum" else dom.prod
 
@@ -76,7 +74,7 @@ def interpret(model: FloatModel, name: str, sorts: tuple[z3.SortRef, ...],
     h, f = _hash_functions(model, kind, dtype, dom)
 
     def multiset(*args: z3.ExprRef) -> z3.ExprRef:
-        return f(z3.Sum([h(t) for t in _terms(args, n, dom.sort)]))
+        return f(z3raw.sum_of_applications(h, _terms(args, n, dom.sort)))
     return multiset
 
 

@@ -321,3 +321,24 @@ def test_abstract_unary_memo_keys_the_function_name():
     assert d.unary("exp", d.var("x")) is d.unary("exp", x)
     assert not z3.eq(d.unary("exp", x), d.unary("tanh", x))
 
+
+
+@pytest.mark.parametrize("sign", [-1, 1])
+def test_abstract_signed_inf_is_the_interface_definition(sign):
+    """AbstractFloats spells `is_signed_inf` as one code; it must mean the interface's
+    `is_inf(a) and a < 0` (a > 0 for +inf) on every value, and not the other sign's."""
+    from tvtv.absfp.interface import ScalarDomain
+    model = AbstractModel(8)
+    d = model.domain("float32")
+    a = d.var("a")
+    generic = ScalarDomain.is_signed_inf(d, a, sign)
+    assert solve(model, d.is_signed_inf(a, sign) != generic) == z3.unsat
+    assert solve(model, d.is_signed_inf(a, sign) != ScalarDomain.is_signed_inf(d, a, -sign)) == z3.sat
+
+
+def test_abstract_constants_are_built_once_and_nan_is_one_constant():
+    d = AbstractModel(8).domain("float32")
+    assert d.const(2.5) is d.const(np.float32(2.5))
+    assert d.const(math.nan) is d.const(float("nan"))
+    assert not z3.eq(d.const(0.0), d.const(-0.0))
+    assert z3.eq(d.const(1e-50), d.const(0.0))   # rounded to the dtype first

@@ -116,6 +116,7 @@ class AbstractFloats(ScalarDomain):
         self._ufs: dict[str, z3.FuncDeclRef] = {}
         # (op, argument ids or names) -> (the arguments, result): see `_memoized`
         self._memo: dict[tuple, tuple[tuple, z3.ExprRef]] = {}
+        self._consts: dict[str, z3.ExprRef] = {}   # float.hex(value) -> `const(value)`
 
     # -- parts ---------------------------------------------------------------------------------
     def sign(self, x):
@@ -164,6 +165,16 @@ class AbstractFloats(ScalarDomain):
         return self.const_mags[magnitude]
 
     def const(self, value: Any) -> z3.ExprRef:
+        """The code of the constant `value`, rounded to the dtype; built once per value
+        (an encoding asks for 0.0 and the like thousands of times, and rounding through numpy
+        costs more than the lookup)."""
+        key = float(value).hex()   # NaN too is one key
+        term = self._consts.get(key)
+        if term is None:
+            term = self._consts[key] = self._const(value)
+        return term
+
+    def _const(self, value: Any) -> z3.ExprRef:
         v = round_to(float(value), self.dtype)
         if math.isnan(v):
             return self.nan()
@@ -214,6 +225,12 @@ class AbstractFloats(ScalarDomain):
 
     def same(self, a, b):
         return z3.Or(z3.And(self.is_nan(a), self.is_nan(b)), a == b)
+
+    def is_signed_inf(self, a, sign: int):
+        """`a` is -inf (sign -1) or +inf (sign 1): exactly that code. (The interface's
+        `is_inf(a) and a < 0` means the same, through a comparison with zero that costs a
+        dozen terms per element in a max or min reduction's every term.)"""
+        return a == self.inf(1 if sign < 0 else 0)
 
     # -- arithmetic ----------------------------------------------------------------------------
     @_memoized

@@ -101,6 +101,17 @@ def excluded(assume: Sequence[str], dom: ScalarDomain, x: z3.ExprRef) -> list[z3
             + ([dom.is_inf(x)] if NO_INF in assume else []))
 
 
+def decided_atoms(assume: Sequence[str], dom: ScalarDomain, x: z3.ExprRef) -> list[z3.BoolRef]:
+    """The atoms about `x` that no-nan / no-inf make False, in every form an encoder builds
+    them: `excluded`'s, and under no-inf also "x is -inf" and "x is +inf" (`is_signed_inf`,
+    which the abstract domain builds as one code comparison, `x == -inf`, not through
+    `is_inf`: a max or min reduction's identity test meets that form)."""
+    atoms = excluded(assume, dom, x)
+    if NO_INF in assume:
+        atoms += [dom.is_signed_inf(x, -1), dom.is_signed_inf(x, 1)]
+    return atoms
+
+
 def input_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object]) -> list[z3.BoolRef]:
     """Constraints on the input tensors (objects with `dtype`, `numel`, `at(i)`)."""
     want_nan, want_inf = NO_NAN in assume, NO_INF in assume
@@ -144,7 +155,7 @@ def atom_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[objec
             continue
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
         for k in range(t.numel):  # type: ignore[attr-defined]
-            atoms += excluded(assume, dom, z3.simplify(t.at(k)))  # type: ignore[attr-defined]
+            atoms += decided_atoms(assume, dom, z3.simplify(t.at(k)))  # type: ignore[attr-defined]
     return false_atom_facts(atoms)
 
 
@@ -207,7 +218,7 @@ def live_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[objec
         zero = z3.simplify(dom.zero())
         for k in range(t.numel):  # type: ignore[attr-defined]
             v = t.at(k)  # type: ignore[attr-defined]
-            out += [(p, false) for p in excluded(flags, dom, v)]
+            out += [(p, false) for p in decided_atoms(flags, dom, v)]
             if len(flags) == 2:
                 out.append((dom.self_difference(v), zero))
     return out

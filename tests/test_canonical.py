@@ -177,6 +177,42 @@ def test_input_facts_decide_atoms_and_keep_meaning():
         assert assumptions.atom_facts(("no-signed-zeros",), enc.model, tensors) == {}
 
 
+def test_input_facts_of_an_element_are_kept_and_forgotten_with_the_context():
+    """`atom_facts` keeps each element's facts (a case's checks meet the same elements): a
+    second call gives what the atoms themselves give, element by element, and so does a call
+    in a fresh Z3 context, where the kept facts of the old one are gone."""
+    from tvtv import z3context
+    from tvtv.absfp import assumptions
+    from tvtv.encode.values import flatten
+    assume = ("no-nan", "no-inf")
+
+    def direct(enc) -> set[int]:
+        out: set[int] = set()
+        for t in [t for _, _, v in enc.inputs for t in flatten(v)]:
+            dom = enc.model.domain(t.dtype)
+            for k in range(t.numel):
+                atoms = assumptions.decided_atoms(assume, dom, z3.simplify(t.at(k)))
+                out |= set(assumptions.false_atom_facts(atoms))
+        return out
+
+    for fp in ("ieee", "abstract"):
+        enc = _max_row(fp, assume)
+        tensors = [t for _, _, v in enc.inputs for t in flatten(v)]
+        first = assumptions.atom_facts(assume, enc.model, tensors)
+        assert assumptions._ELEMENT_FACTS
+        again = assumptions.atom_facts(assume, enc.model, tensors)
+        assert set(first) == set(again) == direct(enc)
+        assert all(z3.is_false(v) for _, v in again.values())
+        # no-nan alone decides fewer atoms: not the facts kept for both
+        nan_only = assumptions.atom_facts(("no-nan",), enc.model, tensors)
+        assert 0 < len(nan_only) < len(first)
+    with z3context.scope():
+        assert not assumptions._ELEMENT_FACTS
+        enc = _max_row("abstract", assume)
+        tensors = [t for _, _, v in enc.inputs for t in flatten(v)]
+        assert set(assumptions.atom_facts(assume, enc.model, tensors)) == direct(enc)
+
+
 class ReferenceCanonicalizer:
     """The canonical form as first written, through z3py objects (one Python object per
     visited term): the oracle the raw-pointer walk must agree with term for term, and the

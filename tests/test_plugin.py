@@ -3,6 +3,7 @@
 plugin; it passes with a correct pass and fails with a readable report with a broken one."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -23,12 +24,14 @@ from demo_passes import add_to_subtract  # noqa: E402
 GRAPHS = ["--tvtv-graphs", "2", "--tvtv-min-ops", "2", "--tvtv-max-ops", "3", "--tvtv-ops", "add"]
 
 
-def run_project(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def run_project(tmp_path: Path, *args: str, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess:
     """pytest in a copy of the demo project, with the installed tvtv (entry-point plugin)."""
     proj = tmp_path / "project"
-    shutil.copytree(PROJECT, proj, ignore=shutil.ignore_patterns("__pycache__"))
+    if not proj.exists():
+        shutil.copytree(PROJECT, proj, ignore=shutil.ignore_patterns("__pycache__"))
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rN", *args], cwd=proj,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_project_passes_with_a_correct_pass(tmp_path):
@@ -50,6 +53,41 @@ def test_project_fails_with_a_readable_report_on_a_broken_pass(tmp_path):
     assert "first difference: output" in out and "on the TVM VM: source" in out
     assert "inputs:" in out and "module before the pass:" in out
     assert "Traceback" not in out       # the report, not a stack trace
+
+
+def test_assumptions_are_checked_first_and_printed_with_the_verdict(tmp_path):
+    proc = run_project(tmp_path, "--tvtv-pass", "demo_passes:add_to_subtract", *GRAPHS,
+                       "--tvtv-assume", "no-nan,no-such-thing")
+    assert proc.returncode == 4, proc.stdout + proc.stderr      # pytest's usage error
+    assert "--tvtv-assume no-nan,no-such-thing" in proc.stderr and "no-such-thing" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_project(tmp_path, "--tvtv-pass", "demo_passes:add_to_subtract", *GRAPHS,
+                       "--tvtv-assume", "no-nan,no-inf")
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    # x + y against x - y differs on finite inputs too: refuted under the assumptions, and
+    # the report says which were in force
+    assert "tvtv: counterexample" in out and "3 failed, 1 passed" in out
+    assumptions = [ln for ln in out.splitlines() if ln.strip().startswith("assumptions:")]
+    assert len(assumptions) == 2    # each graph item's report (the fixture's is indented)
+    assert all("no-nan: no input element is NaN" in ln and "no-inf:" in ln for ln in assumptions)
+
+
+def test_a_graph_that_hangs_is_unknown_and_the_session_goes_on(tmp_path):
+    """A check that never ends (the runner's test hook makes graph 0's sleep) is killed at
+    the case timeout and skipped with the reason; graph 1 gets a new worker and passes.
+    Strict mode fails it instead. With the timeout 0 the graphs run in pytest's process."""
+    env = {**os.environ, "TVTV_TEST_HANG_CASE": "graph0_0"}
+    args = ("--tvtv-pass", "demo_passes:cleanup", *GRAPHS, "--tvtv-case-timeout", "5")
+    proc = run_project(tmp_path, *args, "-rs", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed, 1 skipped" in proc.stdout
+    assert "case timeout after 5 s" in proc.stdout
+    proc = run_project(tmp_path, *args, "--tvtv-strict", env=env)
+    assert proc.returncode == 1 and "1 failed, 3 passed" in proc.stdout, proc.stdout
+    proc = run_project(tmp_path, "--tvtv-pass", "demo_passes:cleanup", *GRAPHS,
+                       "--tvtv-case-timeout", "0")
+    assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_plugin_is_registered_through_the_entry_point():

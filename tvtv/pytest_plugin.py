@@ -4,11 +4,19 @@ Validate a pass on generated graphs, one test item per graph:
 
     pytest --tvtv-pass FuseOps --tvtv-graphs 50 [--tvtv-generator simple --tvtv-seed 0]
            [--tvtv-min-ops 10 --tvtv-max-ops 30 --tvtv-ops add,multiply,nn.relu]
+           [--tvtv-assume no-nan,no-inf] [--tvtv-case-timeout 300]
 
 `--tvtv-pass` takes a registered pass name (`tvtv passes`) or `package.module:attr` naming a
 TVM pass (or a function that returns one) in the project under test. A graph the pass breaks
 fails with tvtv's report (verdict, counterexample inputs, source and target values); a graph
-tvtv cannot decide is skipped with the reason (`--tvtv-strict` makes it fail).
+tvtv cannot decide is skipped with the reason (`--tvtv-strict` makes it fail). Every
+assumption in force (`--tvtv-assume`, as `tvtv check --assume`) is printed in the report.
+
+Each graph is checked in a worker process kept for the session, in a fresh Z3 context
+(`tvtv.plugin_worker`): a graph that outlives `--tvtv-case-timeout` seconds (default 300), or
+whose check crashes, is `unknown` with the reason, and the session goes on. With
+`--tvtv-case-timeout 0` the graphs are checked in pytest's own process (each in a fresh Z3
+context, but without a bound on a hung check).
 
 Fixtures for a project's own tests:
 
@@ -42,6 +50,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tvtv-fp", default="abstract", metavar="MODEL", help="float model: abstract or ieee")
     group.addoption("--tvtv-strict", action="store_true", default=False,
                     help="fail (instead of skip) graphs tvtv cannot decide")
+    group.addoption("--tvtv-assume", default=None, metavar="LIST",
+                    help="assumptions for the float model, a comma list: no-nan, no-inf, "
+                         "no-signed-zeros, per-operation, op-rounding (see `tvtv check --help`)")
+    group.addoption("--tvtv-case-timeout", type=float, default=DEFAULT_CASE_TIMEOUT, metavar="SECONDS",
+                    help="a graph still unchecked after this long is unknown (0: check in "
+                         "pytest's own process, unbounded)")
+
+
+# as `tvtv check`'s worker processes: a graph's check ends by itself (unknown, with the
+# reason) within a third of the case timeout (`tvtv.cli.CHECKS_PER_CASE`)
+DEFAULT_CASE_TIMEOUT = 300.0
+
+
+def float_options(config: pytest.Config) -> dict[str, Any]:
+    """The `tvtv.api.verify` float options `--tvtv-assume` gives; a bad value is a usage
+    error, reported before any graph is checked."""
+    from tvtv.api import float_options as api_float_options
+    from tvtv.errors import InputError
+    from tvtv.refinement import Options
+    assume = config.getoption("tvtv_assume")
+    try:
+        given = api_float_options(None, assume)
+        Options(**given)
+    except (InputError, ValueError) as err:
+        raise pytest.UsageError(f"--tvtv-assume {assume}: {err}") from None
+    return given
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("tvtv_pass") or config.getoption("tvtv_assume"):
+        float_options(config)
+        if config.getoption("tvtv_case_timeout") < 0:
+            raise pytest.UsageError("--tvtv-case-timeout must be 0 or more")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    worker = getattr(config, "_tvtv_worker", None)
+    if worker is not None:
+        worker.close()
 
 
 def resolve_pass(spec: str) -> Any:
@@ -63,21 +110,34 @@ class TvtvGraphItem(pytest.Item):
         self.index = index
 
     def runtest(self) -> None:
-        import generators
-        from tvtv.api import check_pass
+        from tvtv import z3context
+        from tvtv.cli import CHECKS_PER_CASE
+        from tvtv.plugin_worker import GraphRequest, GraphWorker, check_graph
+        from tvtv.report import Report
         from tvtv.reports.text import format_report
         opt = self.config.getoption
-        kwargs: dict[str, Any] = {}
-        if opt("tvtv_ops"):
-            kwargs["ops"] = [o.strip() for o in opt("tvtv_ops").split(",") if o.strip()]
-        mod = generators.generate_module(opt("tvtv_generator"), opt("tvtv_seed"), self.index,
-                                         opt("tvtv_min_ops"), opt("tvtv_max_ops"), **kwargs)
-        pass_ = resolve_pass(opt("tvtv_pass"))
-        report = check_pass(pass_, mod, fp=opt("tvtv_fp"), timeout=opt("tvtv_timeout"),
-                            label=f"graph{opt('tvtv_seed')}_{self.index}")
+        ops = tuple(o.strip() for o in opt("tvtv_ops").split(",") if o.strip()) \
+            if opt("tvtv_ops") else None
+        case_timeout = opt("tvtv_case_timeout")
+        options = float_options(self.config)
+        if case_timeout > 0:
+            options["budget"] = round(case_timeout / CHECKS_PER_CASE, 3)
+        req = GraphRequest(label=f"graph{opt('tvtv_seed')}_{self.index}", pass_spec=opt("tvtv_pass"),
+                           generator=opt("tvtv_generator"), seed=opt("tvtv_seed"), index=self.index,
+                           min_ops=opt("tvtv_min_ops"), max_ops=opt("tvtv_max_ops"), ops=ops,
+                           fp=opt("tvtv_fp"), timeout=opt("tvtv_timeout"), float_options=options)
+        if case_timeout > 0:
+            worker = getattr(self.config, "_tvtv_worker", None)
+            if worker is None:
+                worker = self.config._tvtv_worker = GraphWorker()  # type: ignore[attr-defined]
+            outcome = worker.check(req, case_timeout)
+        else:
+            with z3context.scope():
+                outcome = check_graph(req)
+        report = Report(outcome.results)
         self.user_properties.append(("tvtv", report.to_dict()))
         if report.verdict == "counterexample":
-            raise TvtvFailure(format_report(report) + "\n" + _module_text(mod))
+            raise TvtvFailure(format_report(report) + "\n" + outcome.module_text)
         if report.verdict == "unknown":
             if opt("tvtv_strict"):
                 raise TvtvFailure(format_report(report))
@@ -92,7 +152,8 @@ class TvtvGraphItem(pytest.Item):
         return self.path, None, f"tvtv: {self.name}"
 
 
-def _module_text(mod: Any) -> str:
+def module_text(mod: Any) -> str:
+    """The module before the pass as TVMScript, for a report ("" when it cannot be printed)."""
     from tvtv.ir import tvm_bridge
     try:
         return "module before the pass:\n" + tvm_bridge.module_to_script(mod)[0]
@@ -119,7 +180,8 @@ class TvtvChecker:
         self.config = config
         spec = config.getoption("tvtv_pass")
         self.pass_ = resolve_pass(spec) if spec else None
-        self.defaults = {"fp": config.getoption("tvtv_fp"), "timeout": config.getoption("tvtv_timeout")}
+        self.defaults = {"fp": config.getoption("tvtv_fp"), "timeout": config.getoption("tvtv_timeout"),
+                         **float_options(config)}
 
     def __call__(self, module: Any, pass_: Any = None, *, allow_unknown: bool = False,
                  **options: Any) -> Any:

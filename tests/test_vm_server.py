@@ -82,3 +82,18 @@ def test_a_server_is_replaced_after_its_share_of_requests(server, monkeypatch):
     pid = server._proc.pid
     tvm_bridge.run_vm_isolated({"m": Scale}, "main", [[x]])
     assert server._proc.pid != pid
+
+
+def test_a_kept_server_that_died_between_runs_is_replaced_and_the_run_done_again(server, monkeypatch):
+    """A server seen alive that dies before it answers (here: killed, and its death not yet
+    seen) costs the run nothing: the run is done again on a new server. A fresh server's
+    death is the run's own crash (test above)."""
+    x = np.zeros((2, 3), "float32")
+    tvm_bridge.run_vm_isolated({"m": Scale}, "main", [[x]])
+    dead = server._proc
+    dead.kill()
+    dead.wait()
+    monkeypatch.setattr(dead, "poll", lambda: None)      # as if it died after poll() looked
+    [(status, outs)] = tvm_bridge.run_vm_isolated({"m": Scale}, "main", [[x]])["m"]
+    assert status == "ok" and outs[0].tolist() == [[3.0] * 3] * 2
+    assert server._proc is not dead and server._proc.poll() is None

@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from tvtv.processes import crash_reason, end_worker
 from tvtv.report import UNKNOWN, Result
 
 # Seconds a new worker may take to import TVM and tvtv before the plugin gives up on it
@@ -105,7 +106,6 @@ class GraphWorker:
 
     def _start(self) -> str | None:
         """Start a worker and wait until it is ready: None, or why it could not start."""
-        from tvtv.runner import crash_reason
         self._conn, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True,
                                        name="tvtv-plugin-worker")
@@ -126,7 +126,6 @@ class GraphWorker:
     def check(self, req: GraphRequest, case_timeout: float) -> GraphOutcome:
         """Check `req` in the worker; `unknown` with the reason when it outlives
         `case_timeout` seconds or the worker dies."""
-        from tvtv.runner import crash_reason
         if self._proc is None or not self._proc.is_alive():
             failed = self._start()
             if failed is not None:
@@ -158,16 +157,7 @@ class GraphWorker:
         """Stop the worker: ask it to end, or `kill` it (it is busy with a case)."""
         if self._proc is None:
             return
-        if not kill:
-            try:
-                self._conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
-            self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(5)
-        self._conn.close()
+        end_worker(self._proc, self._conn, kill)
         self._proc = self._conn = None
 
 

@@ -46,6 +46,7 @@ import numpy as np
 from tvtv import machine, z3context
 from tvtv.errors import InputError
 from tvtv.ir import npz
+from tvtv.processes import crash_reason, end_worker
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Result
 
 CRASH_HOOK, SEGFAULT_HOOK = "TVTV_TEST_CRASH_CASE", "TVTV_TEST_SEGFAULT_CASE"
@@ -361,19 +362,6 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- workers
 
-def crash_reason(exitcode: int | None) -> str:
-    """Why a worker process died, from its exit code (negative: killed by that signal)."""
-    if exitcode is not None and exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = "unknown signal"
-        return f"worker crashed: signal {-exitcode} ({name})"
-    if exitcode:
-        return f"worker crashed: exit status {exitcode}"
-    return "worker crashed: it exited without a result"
-
-
 def _hooked(var: str, label: str) -> bool:
     return label in [x.strip() for x in os.environ.get(var, "").split(",") if x.strip()]
 
@@ -464,21 +452,11 @@ class _Worker:
         self.conn.send(case)
 
     def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
-        self.conn.close()
+        end_worker(self.proc, self.conn, kill=True)
 
     def stop(self) -> None:
-        try:
-            self.conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
-        self.proc.join(5)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(5)
-        self.conn.close()
+        """Ask the worker to end after its current case (killed if it does not in time)."""
+        end_worker(self.proc, self.conn)
 
 
 class WorkerStartError(RuntimeError):

@@ -59,6 +59,7 @@ from typing import Any, Callable
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp import assumptions as A
 from tvtv.absfp.dtypes import FLOAT_FORMATS, numpy_dtype
 from tvtv.encode.evaluate import exact_value, libm_truth, libm_value, materialize, same_value
@@ -750,7 +751,7 @@ def _poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tu
               for k in range(t.numel)
               for p in assumptions.excluded(flags, ctx.model.domain(t.dtype), t.at(k))]
     # one term for the whole run: the elements' shared subterms are evaluated once
-    return libm_truth(z3.Or(*poison)) if poison else False
+    return libm_truth(zf.Or(*poison)) if poison else False
 
 
 def confirm(before: Any, after: Any, fname: str, param_names: list[str],

@@ -52,6 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp import assumptions
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.tensor import idx
@@ -95,7 +96,7 @@ def _same_tensor(a: z3.ExprRef, b: z3.ExprRef, numel: int | None, canon: Canonic
         return True
     if numel is None or numel > SAME_ELEMENTS_BOUND:
         return False
-    return all(z3.eq(canon(z3.Select(a, idx(k))), canon(z3.Select(b, idx(k)))) for k in range(numel))
+    return all(z3.eq(canon(zf.Select(a, idx(k))), canon(zf.Select(b, idx(k)))) for k in range(numel))
 
 
 def scalar_const(a: P.Expr) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp import special
 from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel
@@ -98,7 +99,7 @@ def preimage(prog: P.Program, fname: str, names: Sequence[str], targets: Sequenc
     # after 60 s. First with at most one nonzero term in every sum: such a sum has that
     # term's value in every summation order, which is what confirmation asks of a sum
     # (`tvtv.encode.evaluate.order_free_sum`); failing that, any inputs.
-    sparse = [z3.Or(z3.fpIsZero(a), z3.fpIsZero(b))
+    sparse = [zf.Or(z3.fpIsZero(a), z3.fpIsZero(b))
               for terms in _sums(facts) for i, a in enumerate(terms) for b in terms[i + 1:]]
     bits = cvc5_bits(facts + sparse, timeout) if sparse else None
     if bits is None:
@@ -140,7 +141,7 @@ def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
 
     def finite(t: Tensor) -> list[z3.BoolRef]:
         dom = ctx.dom(t.dtype)
-        return [z3.Not(z3.Or(dom.is_nan(t.at(k)), dom.is_inf(t.at(k)))) for k in range(t.numel)] \
+        return [zf.Not(zf.Or(dom.is_nan(t.at(k)), dom.is_inf(t.at(k)))) for k in range(t.numel)] \
             if is_float(t.dtype) else []
 
     facts: list[z3.BoolRef] = [ctx.well_defined()]

@@ -23,6 +23,7 @@ import numpy as np
 import z3
 
 from tvtv import symmetry
+from tvtv import z3fast as zf
 from tvtv.absfp import assumptions as assume_mod
 from tvtv.absfp import reductions
 from tvtv.absfp.abstract import AbstractModel
@@ -382,7 +383,7 @@ def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None)
         flags = [z3.Bool(f"tvtv_ub_{k}") for k in range(len(enc.tgt.ctx.ub))]
         s = _solver(timeout)
         s.add(*pre, wd_src, *[z3.Implies(f, c) for f, (c, _) in zip(flags, enc.tgt.ctx.ub)],
-              z3.Or(*flags))
+              zf.Or(*flags))
         if _check(s) == z3.sat:
             m = s.model()
             reasons = [why for f, (_, why) in zip(flags, enc.tgt.ctx.ub)
@@ -475,7 +476,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
 
     i = z3.BitVec(f"tvtv_out{k}_index", INDEX_BITS)
     same = assume_mod.same_output(enc.options.assume, dom, a.at(i), b.at(i))
-    symbolic = [z3.ULT(i, idx(a.numel)), z3.Not(same)]
+    symbolic = [z3.ULT(i, idx(a.numel)), zf.Not(same)]
 
     def ask_symbolic(budget: float) -> tuple[z3.ModelRef, int] | None:
         try:
@@ -509,7 +510,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
         quick, probed, spent = True, set(), time.perf_counter()
         for j, c in differing[::(len(differing) - 1) // (PROBES - 1)][:PROBES]:
             try:
-                m = ask([z3.Not(c)], min(timeout, PROBE_BUDGET))
+                m = ask([zf.Not(c)], min(timeout, PROBE_BUDGET))
             except _Timeout:
                 quick = False
                 break
@@ -537,7 +538,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
             break
         share = max(left / (len(differing) - pos), MIN_ELEMENT_BUDGET)
         try:
-            m = ask([z3.Not(c)], share)
+            m = ask([zf.Not(c)], share)
         except _Timeout:
             open_elems.append((j, c))
             continue
@@ -550,8 +551,8 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     # element's condition itself may not reduce to false)
     flags = [z3.Bool(f"tvtv_differs_{k}_{j}") for j, _ in open_elems]
     try:
-        m = ask([*[z3.Implies(f, z3.Not(c)) for f, (_, c) in zip(flags, open_elems)],
-                 z3.Or(*flags)], timeout)
+        m = ask([*[z3.Implies(f, zf.Not(c)) for f, (_, c) in zip(flags, open_elems)],
+                 zf.Or(*flags)], timeout)
     except _Timeout as err:
         raise _Timeout(str(err), [c for _, c in open_elems]) from None
     if m is None:
@@ -589,7 +590,7 @@ def _prove_groups(enc: _Encoded, premises: list, differing: list[tuple[int, z3.B
         if left <= 0 or _budget_spent():
             break
         q = _solver(min(timeout, max(left, MIN_ELEMENT_BUDGET)))
-        q.add(*symmetry.general_premises(group, premises), z3.Not(group.skeleton))
+        q.add(*symmetry.general_premises(group, premises), zf.Not(group.skeleton))
         try:
             if _check(q) == z3.unsat:
                 proved.update(j for j, _ in group.members)
@@ -725,9 +726,9 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
     wd_src, wd_tgt = enc.src.ctx.well_defined(), enc.tgt.ctx.well_defined()
     facts = _preconditions(enc)
     if cex.kind in ("shape", "dtype"):
-        facts.append(z3.Not(wd_src))
+        facts.append(zf.Not(wd_src))
     elif cex.kind == "ub":
-        facts.append(z3.Not(z3.And(wd_src, z3.Not(wd_tgt))))
+        facts.append(zf.Not(zf.And(wd_src, zf.Not(wd_tgt))))
     else:
         a, b = enc.src.outputs[cex.output], enc.tgt.outputs[cex.output]
         flat = int(np.ravel_multi_index(cex.index, a.shape)) if a.shape else 0
@@ -739,10 +740,10 @@ def separates(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_
     # float16 hamming_window whose float32 angles differ by an ulp: the solver's query ran
     # its 10 s undecided). (Only there: elsewhere an element's whole history would be
     # evaluated, unmeasured on large graphs.)
-    if not real and not enc.inputs and libm_truth(z3.And(*facts)) is True:
+    if not real and not enc.inputs and libm_truth(zf.And(*facts)) is True:
         return False
     if real:
-        facts = [z3.simplify(z3.And(*facts))]    # the functions' arguments become numbers
+        facts = [z3.simplify(zf.And(*facts))]    # the functions' arguments become numbers
         facts += enclosures(facts[0])
     try:
         s = _solver(timeout, "z3")

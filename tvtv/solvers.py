@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import z3
 
 from tvtv import machine
+from tvtv import z3fast as zf
 from tvtv.errors import Unsupported
 
 SOLVERS = ("z3", "cvc5", "both")
@@ -240,10 +241,10 @@ def lift_lambdas(facts: Sequence[z3.BoolRef], limit: int = 2000) -> list[z3.Bool
         arr = z3.Const(f"tvtv_lifted_{k}", lam.sort())
         dom = lam.sort().domain()
         i = z3.Const(f"tvtv_lifted_{k}_i", dom)
-        body = z3.simplify(z3.Select(lam, i))
+        body = z3.simplify(zf.Select(lam, i))
         facts = [z3.substitute(f, (lam, arr)) for f in facts]
         defs = [z3.substitute(f, (lam, arr)) for f in defs]
-        defs.append(z3.ForAll([i], z3.Select(arr, i) == body))
+        defs.append(z3.ForAll([i], zf.Select(arr, i) == body))
     raise Unsupported("cvc5: too many lambda terms to lift")
 
 

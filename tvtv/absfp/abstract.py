@@ -45,6 +45,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv import z3raw
 from tvtv.absfp import special
 from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
@@ -62,7 +63,7 @@ def round_to(value: float, dtype: str) -> float:
 def _clamp(m: z3.BitVecRef, low: z3.BitVecRef, high: z3.BitVecRef) -> z3.BitVecRef:
     """The magnitude code `m` where low ≤ m ≤ high, else `low`: over every interpretation of
     the function inside `m`, exactly the functions into [low, high] (no axiom needed)."""
-    return z3.If(z3.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
+    return zf.If(zf.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
 
 
 # the most nodes a term `_unit_sign` simplifies may have (a constant is `mk(sign, magnitude)`:
@@ -210,21 +211,21 @@ class AbstractFloats(ScalarDomain):
         return self.mk(0, self.mag(x))
 
     def eq(self, a, b):
-        both_zero = z3.And(self.is_zero(a), self.is_zero(b))
-        return z3.And(z3.Not(self.is_nan(a)), z3.Not(self.is_nan(b)), z3.Or(a == b, both_zero))
+        both_zero = zf.And(self.is_zero(a), self.is_zero(b))
+        return zf.And(zf.Not(self.is_nan(a)), zf.Not(self.is_nan(b)), zf.Or(a == b, both_zero))
 
     @_memoized
     def lt(self, a, b):
         sa, sb, ma, mb = self.negative(a), self.negative(b), self.mag(a), self.mag(b)
-        both_zero = z3.And(ma == 0, mb == 0)
-        ordered = z3.Or(
-            z3.And(sa, z3.Not(sb), z3.Not(both_zero)),
-            z3.And(z3.Not(sa), z3.Not(sb), z3.ULT(ma, mb)),
-            z3.And(sa, sb, z3.UGT(ma, mb)))
-        return z3.And(z3.Not(self.is_nan(a)), z3.Not(self.is_nan(b)), ordered)
+        both_zero = zf.And(ma == 0, mb == 0)
+        ordered = zf.Or(
+            zf.And(sa, zf.Not(sb), zf.Not(both_zero)),
+            zf.And(zf.Not(sa), zf.Not(sb), z3.ULT(ma, mb)),
+            zf.And(sa, sb, z3.UGT(ma, mb)))
+        return zf.And(zf.Not(self.is_nan(a)), zf.Not(self.is_nan(b)), ordered)
 
     def same(self, a, b):
-        return z3.Or(z3.And(self.is_nan(a), self.is_nan(b)), a == b)
+        return zf.Or(zf.And(self.is_nan(a), self.is_nan(b)), a == b)
 
     def is_signed_inf(self, a, sign: int):
         """`a` is -inf (sign -1) or +inf (sign 1): exactly that code. (The interface's
@@ -236,20 +237,20 @@ class AbstractFloats(ScalarDomain):
     @_memoized
     def add(self, a, b):
         sa, sb, ma, mb = self.sign(a), self.sign(b), self.mag(a), self.mag(b)
-        nan = z3.Or(self.is_nan(a), self.is_nan(b),
-                    z3.And(self.is_inf(a), self.is_inf(b), sa != sb))
+        nan = zf.Or(self.is_nan(a), self.is_nan(b),
+                    zf.And(self.is_inf(a), self.is_inf(b), sa != sb))
         f = self._uf("add", self.sort, self.sort, self.sort)
         r = f(a, b) & f(b, a)
         # IEEE 754 §6.3: a sum of two nonzero same-sign values keeps the sign; with different
         # signs the larger magnitude decides; x + (-x) = +0 in round-to-nearest.
-        sign = z3.If(sa == sb, sa, z3.If(z3.UGT(ma, mb), sa, sb))
-        return z3.If(nan, self.nan(),
-               z3.If(self.is_inf(a), a,
-               z3.If(self.is_inf(b), b,
-               z3.If(z3.And(ma == 0, mb == 0), self.mk(sa & sb, 0),   # -0 + -0 = -0, else +0
-               z3.If(ma == 0, b,
-               z3.If(mb == 0, a,
-               z3.If(z3.And(ma == mb, sa != sb), self.mk(0, 0),
+        sign = zf.If(sa == sb, sa, zf.If(z3.UGT(ma, mb), sa, sb))
+        return zf.If(nan, self.nan(),
+               zf.If(self.is_inf(a), a,
+               zf.If(self.is_inf(b), b,
+               zf.If(zf.And(ma == 0, mb == 0), self.mk(sa & sb, 0),   # -0 + -0 = -0, else +0
+               zf.If(ma == 0, b,
+               zf.If(mb == 0, a,
+               zf.If(zf.And(ma == mb, sa != sb), self.mk(0, 0),
                      self.mk(sign, self._summed(ma, mb, sa == sb, self.mag(r))))))))))
 
     def _not_nan(self, m):
@@ -258,7 +259,7 @@ class AbstractFloats(ScalarDomain):
         inf / inf) and NaN operands, which the callers decide before, while overflow to inf
         is possible. Over every interpretation of the function inside `m`, exactly the
         functions into the other codes."""
-        return z3.If(m == self.NAN, z3.BitVecVal(self.INF, self.k), m)
+        return zf.If(m == self.NAN, z3.BitVecVal(self.INF, self.k), m)
 
     def _summed(self, ma, mb, same_sign, m):
         """The magnitude `m` of a sum of finite nonzero values of magnitudes `ma`, `mb` that
@@ -266,9 +267,9 @@ class AbstractFloats(ScalarDomain):
         larger magnitude (inf on overflow), with different signs at most the larger and never
         zero (IEEE 754 with subnormals: x + y = 0 only for y = -x); never NaN. Values outside
         are read as the lower end: exactly the functions into the range."""
-        big = z3.If(z3.UGE(ma, mb), ma, mb)
-        low = z3.If(same_sign, big, z3.BitVecVal(1, self.k))
-        high = z3.If(same_sign, z3.BitVecVal(self.INF, self.k), big)
+        big = zf.If(z3.UGE(ma, mb), ma, mb)
+        low = zf.If(same_sign, big, z3.BitVecVal(1, self.k))
+        high = zf.If(same_sign, z3.BitVecVal(self.INF, self.k), big)
         return _clamp(m, low, high)
 
     def _scaled(self, ma, mb, m):
@@ -281,12 +282,12 @@ class AbstractFloats(ScalarDomain):
         zero, inf = z3.BitVecVal(0, self.k), z3.BitVecVal(self.INF, self.k)
 
         def umax(p, q):
-            return z3.If(z3.UGE(p, q), p, q)
+            return zf.If(z3.UGE(p, q), p, q)
 
         def umin(p, q):
-            return z3.If(z3.ULE(p, q), p, q)
-        low = umax(z3.If(z3.UGE(mb, one), ma, zero), z3.If(z3.UGE(ma, one), mb, zero))
-        high = umin(z3.If(z3.ULE(mb, one), ma, inf), z3.If(z3.ULE(ma, one), mb, inf))
+            return zf.If(z3.ULE(p, q), p, q)
+        low = umax(zf.If(z3.UGE(mb, one), ma, zero), zf.If(z3.UGE(ma, one), mb, zero))
+        high = umin(zf.If(z3.ULE(mb, one), ma, inf), zf.If(z3.ULE(ma, one), mb, inf))
         return _clamp(m, low, high)
 
     def sub(self, a, b):
@@ -319,13 +320,13 @@ class AbstractFloats(ScalarDomain):
         s = self.sign(a) ^ self.sign(b)
         one = self.const_mag(1.0)
         f = self._uf("mul", self.mag(a).sort(), self.mag(a).sort(), self.mag(a).sort())
-        nan = z3.Or(self.is_nan(a), self.is_nan(b),
-                    z3.And(self.is_inf(a), mb == 0), z3.And(ma == 0, self.is_inf(b)))
-        return z3.If(nan, self.nan(),
-               z3.If(z3.Or(self.is_inf(a), self.is_inf(b)), self.mk(s, self.INF),
-               z3.If(z3.Or(ma == 0, mb == 0), self.mk(s, 0),
-               z3.If(ma == one, self.mk(s, mb),
-               z3.If(mb == one, self.mk(s, ma),
+        nan = zf.Or(self.is_nan(a), self.is_nan(b),
+                    zf.And(self.is_inf(a), mb == 0), zf.And(ma == 0, self.is_inf(b)))
+        return zf.If(nan, self.nan(),
+               zf.If(zf.Or(self.is_inf(a), self.is_inf(b)), self.mk(s, self.INF),
+               zf.If(zf.Or(ma == 0, mb == 0), self.mk(s, 0),
+               zf.If(ma == one, self.mk(s, mb),
+               zf.If(mb == one, self.mk(s, ma),
                      self.mk(s, self._scaled(ma, mb, f(ma, mb) & f(mb, ma))))))))
 
     @_memoized
@@ -334,15 +335,15 @@ class AbstractFloats(ScalarDomain):
         s = self.sign(a) ^ self.sign(b)
         one = self.const_mag(1.0)
         f = self._uf("div", ma.sort(), ma.sort(), ma.sort())
-        nan = z3.Or(self.is_nan(a), self.is_nan(b), z3.And(ma == 0, mb == 0),
-                    z3.And(self.is_inf(a), self.is_inf(b)))
-        return z3.If(nan, self.nan(),
-               z3.If(self.is_inf(a), self.mk(s, self.INF),
-               z3.If(self.is_inf(b), self.mk(s, 0),
-               z3.If(ma == 0, self.mk(s, 0),
-               z3.If(mb == 0, self.mk(s, self.INF),
-               z3.If(mb == one, self.mk(s, ma),
-               z3.If(ma == mb, self.mk(s, one),
+        nan = zf.Or(self.is_nan(a), self.is_nan(b), zf.And(ma == 0, mb == 0),
+                    zf.And(self.is_inf(a), self.is_inf(b)))
+        return zf.If(nan, self.nan(),
+               zf.If(self.is_inf(a), self.mk(s, self.INF),
+               zf.If(self.is_inf(b), self.mk(s, 0),
+               zf.If(ma == 0, self.mk(s, 0),
+               zf.If(mb == 0, self.mk(s, self.INF),
+               zf.If(mb == one, self.mk(s, ma),
+               zf.If(ma == mb, self.mk(s, one),
                      self.mk(s, self._not_nan(f(ma, mb))))))))))
 
     # -- functions from the special-value table -------------------------------------------------
@@ -356,7 +357,7 @@ class AbstractFloats(ScalarDomain):
         if rule.odd:
             # f(-x) = -f(x); the sign of f(|x|) itself is free (sin(6.1) < 0).
             h = self._bounded(f(self.abs(x)), top)
-            general = z3.If(self.negative(x), self.neg(h), h)
+            general = zf.If(self.negative(x), self.neg(h), h)
         elif rule.nonneg:
             general = self._bounded(self.mk(0, self.mag(f(x))), top)
         else:
@@ -364,10 +365,10 @@ class AbstractFloats(ScalarDomain):
         pos, neg = special.sign_ranges(rule, self.dtype)
         if pos is not None or neg is not None:
             # x is ordinary here (the specials decide ±0), so its sign splits the cases
-            general = z3.If(self.negative(x), self._within(general, neg),
+            general = zf.If(self.negative(x), self._within(general, neg),
                             self._within(general, pos))
         if rule.nan_below_zero:
-            general = z3.If(self.negative(x), self.nan(), general)
+            general = zf.If(self.negative(x), self.nan(), general)
         cases = {
             "nan": self.is_nan(x),
             "+inf": x == self.inf(0), "-inf": x == self.inf(1),
@@ -395,8 +396,8 @@ class AbstractFloats(ScalarDomain):
             return h
         assert rng[0] >= 0, "a range of non-negative values"
         low, high, m = self._range_mag(rng[0]), self._range_mag(rng[1]), self.mag(h)
-        inside = z3.And(z3.Or(self.sign(h) == 0, m == 0), z3.ULE(low, m), z3.ULE(m, high))
-        return z3.If(inside, self.mk(0, m), self.mk(0, low))
+        inside = zf.And(zf.Or(self.sign(h) == 0, m == 0), z3.ULE(low, m), z3.ULE(m, high))
+        return zf.If(inside, self.mk(0, m), self.mk(0, low))
 
     def _bounded(self, h, bound: float | None):
         """`h` with a magnitude above `bound`'s (NaN and inf included) replaced by `bound`'s,
@@ -407,21 +408,21 @@ class AbstractFloats(ScalarDomain):
             return h
         top = self.const_mag(bound)
         m = self.mag(h)
-        return self.mk(self.sign(h), z3.If(z3.ULE(m, top), m, top))
+        return self.mk(self.sign(h), zf.If(z3.ULE(m, top), m, top))
 
     @_memoized
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, self.sort, self.sort, self.sort)
-        general = z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(), f(a, b))
+        general = zf.If(zf.Or(self.is_nan(a), self.is_nan(b)), self.nan(), f(a, b))
         if fname == "pow":
             # C99 F.9.4.4: pow(x, ±0) = 1 for any x, pow(+1, y) = 1 for any y, NaNs included.
             one = self.const(1.0)
-            return z3.If(z3.Or(self.is_zero(b), a == one), one, general)
+            return zf.If(zf.Or(self.is_zero(b), a == one), one, general)
         if fname == "log_add_exp":
             g = self._uf(fname + "_c", self.sort, self.sort, self.sort)
-            return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(), g(a, b) & g(b, a))
+            return zf.If(zf.Or(self.is_nan(a), self.is_nan(b)), self.nan(), g(a, b) & g(b, a))
         return general
 
 
@@ -493,17 +494,17 @@ class AbstractModel(FloatModel):
         if isinstance(d, BoolDomain):
             return s.truthy(x)          # x != 0: NaN is True, ±0 False (numpy)
         if isinstance(s, BoolDomain):
-            return z3.If(x, d.one(), d.zero())
+            return zf.If(x, d.one(), d.zero())
         if isinstance(s, IntDomain) and isinstance(d, IntDomain):
             return _int_resize(x, s, d)
         if isinstance(s, IntDomain) and isinstance(d, AbstractFloats):
             # Exact on 0 (+0) and on the sign; the magnitude is a function of the integer,
             # never 0 or NaN for a nonzero integer (it may overflow to inf: 70000 -> float16).
             g = self._cast_uf(src, dst, s.sort, d.sort)
-            sign = z3.If(s.lt(x, s.zero()), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
+            sign = zf.If(s.lt(x, s.zero()), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
             m = d.mag(g(x))
-            m = z3.If(m == 0, z3.BitVecVal(1, d.k), z3.If(m == d.NAN, z3.BitVecVal(d.INF, d.k), m))
-            return z3.If(x == 0, d.mk(0, 0), d.mk(sign, m))
+            m = zf.If(m == 0, z3.BitVecVal(1, d.k), zf.If(m == d.NAN, z3.BitVecVal(d.INF, d.k), m))
+            return zf.If(x == 0, d.mk(0, 0), d.mk(sign, m))
         if isinstance(s, AbstractFloats) and isinstance(d, IntDomain):
             # C 6.3.1.4 / LLVM fptosi: NaN, ±inf and values whose truncation does not fit the
             # integer type are UB (the TVM VM returns INT_MIN or garbage there: measured).
@@ -511,9 +512,9 @@ class AbstractModel(FloatModel):
             # uninterpreted predicate, false at ±0. Truncation of ±0 is 0.
             oor = self._cast_uf(src, dst, s.sort, z3.BoolSort(), "cast_out_of_range")
             g = self._cast_uf(src, dst, s.sort, d.sort)
-            self.on_ub(z3.Or(s.is_nan(x), s.is_inf(x), z3.And(s.mag(x) != 0, oor(x))),
+            self.on_ub(zf.Or(s.is_nan(x), s.is_inf(x), zf.And(s.mag(x) != 0, oor(x))),
                        f"astype {src}->{dst} of NaN, inf or an out-of-range value")
-            return z3.If(s.mag(x) == 0, d.zero(), g(x))
+            return zf.If(s.mag(x) == 0, d.zero(), g(x))
         raise Unsupported(f"astype {src} -> {dst}")
 
     def _float_cast(self, x, s: "AbstractFloats", d: "AbstractFloats"):
@@ -528,15 +529,15 @@ class AbstractModel(FloatModel):
         # is an uninterpreted function (the paper's fully abstract cast).
         g = self._cast_uf(s.dtype, d.dtype, s.mag(x).sort(), z3.BitVecSort(d.k))
         mx = s.mag(x)
-        return z3.If(s.is_nan(x), d.nan(),
-               z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF),
-               z3.If(mx == 0, d.mk(s.sign(x), 0), d.mk(s.sign(x), g(mx)))))
+        return zf.If(s.is_nan(x), d.nan(),
+               zf.If(s.is_inf(x), d.mk(s.sign(x), d.INF),
+               zf.If(mx == 0, d.mk(s.sign(x), 0), d.mk(s.sign(x), g(mx)))))
 
     def _widen(self, x, s: "AbstractFloats", d: "AbstractFloats"):
         """Exact: limit and precision bits 0, truncated bits = the narrow magnitude."""
         mag = z3.Concat(z3.BitVecVal(0, 1), s.mag(x), z3.BitVecVal(0, d.p))
-        return z3.If(s.is_nan(x), d.nan(),
-               z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF), d.mk(s.sign(x), mag)))
+        return zf.If(s.is_nan(x), d.nan(),
+               zf.If(s.is_inf(x), d.mk(s.sign(x), d.INF), d.mk(s.sign(x), mag)))
 
     def _narrow(self, x, s: "AbstractFloats", d: "AbstractFloats"):
         """Round to nearest (IEEE 754 §4.3.1): overflow (limit bit) gives ±inf; exact values
@@ -545,11 +546,11 @@ class AbstractModel(FloatModel):
         is kept, so a tiny value that rounds to zero gives a zero of its sign."""
         lb, tb, pb = split(s, s.mag(x))
         up = self._cast_uf(s.dtype, d.dtype, s.mag(x).sort(), z3.BoolSort(), "round_up")
-        rounded = z3.If(z3.And(pb != 0, up(s.mag(x))), tb + 1, tb)
-        overflow = z3.Or(lb != 0, z3.UGE(tb, d.INF))
-        mag = z3.If(overflow, z3.BitVecVal(d.INF, d.k), rounded)
-        return z3.If(s.is_nan(x), d.nan(),
-               z3.If(s.is_inf(x), d.mk(s.sign(x), d.INF), d.mk(s.sign(x), mag)))
+        rounded = zf.If(zf.And(pb != 0, up(s.mag(x))), tb + 1, tb)
+        overflow = zf.Or(lb != 0, z3.UGE(tb, d.INF))
+        mag = zf.If(overflow, z3.BitVecVal(d.INF, d.k), rounded)
+        return zf.If(s.is_nan(x), d.nan(),
+               zf.If(s.is_inf(x), d.mk(s.sign(x), d.INF), d.mk(s.sign(x), mag)))
 
     # -- counterexamples -------------------------------------------------------------------------
     def decode(self, model: z3.ModelRef, terms: Sequence[tuple[z3.ExprRef, str]]) -> list[Any]:

@@ -40,7 +40,7 @@ from typing import Iterable, Sequence
 import z3
 
 from tvtv import z3context
-
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float
 from tvtv.absfp.interface import FloatModel, ScalarDomain
 
@@ -126,7 +126,7 @@ def input_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[obje
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
 
         def ok(x: z3.ExprRef, dom: ScalarDomain = dom) -> z3.BoolRef:
-            return z3.And(*[z3.Not(p) for p in excluded(assume, dom, x)])
+            return zf.And(*[zf.Not(p) for p in excluded(assume, dom, x)])
         n = t.numel  # type: ignore[attr-defined]
         if n <= EXPAND_BOUND:
             facts += [ok(t.at(k)) for k in range(n)]  # type: ignore[attr-defined]
@@ -222,7 +222,7 @@ def run_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object
     for t in floats:
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]
         for k in range(t.numel):  # type: ignore[attr-defined]
-            facts += [z3.Not(p) for p in excluded(flags, dom, t.at(k))]  # type: ignore[attr-defined]
+            facts += [zf.Not(p) for p in excluded(flags, dom, t.at(k))]  # type: ignore[attr-defined]
     return facts
 
 
@@ -265,9 +265,9 @@ def same_output(assume: Sequence[str], dom: ScalarDomain, a: z3.ExprRef, b: z3.E
     ok = [dom.same(a, b)]
     if NO_SIGNED_ZEROS in assume:
         zero = dom.zero()
-        ok.append(z3.And(dom.eq(a, zero), dom.eq(b, zero)))
+        ok.append(zf.And(dom.eq(a, zero), dom.eq(b, zero)))
     if NO_NAN in assume:
         ok.append(dom.is_nan(a))     # the source's NaN is poison: anything refines it
     if NO_INF in assume:
         ok.append(dom.is_inf(a))     # likewise a computed infinity
-    return z3.Or(*ok) if len(ok) > 1 else ok[0]
+    return zf.Or(*ok) if len(ok) > 1 else ok[0]

@@ -19,6 +19,7 @@ from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
 from tvtv.errors import Unsupported
 from tvtv import z3context
+from tvtv import z3fast as zf
 
 RNE = z3context.constant(__name__, "RNE", z3.RNE)
 _ROUNDING = z3context.constant(__name__, "_ROUNDING", lambda: {
@@ -83,7 +84,7 @@ class IEEEFloats(ScalarDomain):
 
     def same(self, a, b):
         # SMT-LIB `=` on floats is identity: one NaN, and +0 ≠ -0.
-        return z3.Or(z3.And(z3.fpIsNaN(a), z3.fpIsNaN(b)), a == b)
+        return zf.Or(zf.And(z3.fpIsNaN(a), z3.fpIsNaN(b)), a == b)
 
     def _uf(self, name: str, arity: int) -> z3.FuncDeclRef:
         if name not in self._ufs:
@@ -102,13 +103,13 @@ class IEEEFloats(ScalarDomain):
         top = special.bound(rule, self.dtype)
         if rule.odd:
             h = self._bounded(f(z3.fpAbs(x)), top)
-            general = z3.If(z3.fpIsNegative(x), z3.fpNeg(h), h)
+            general = zf.If(z3.fpIsNegative(x), z3.fpNeg(h), h)
         elif rule.nonneg:
             general = self._bounded(z3.fpAbs(f(x)), top)
         else:
             general = self._bounded(f(x), top)
         if rule.nan_below_zero:
-            general = z3.If(z3.fpIsNegative(x), self.nan(), general)
+            general = zf.If(z3.fpIsNegative(x), self.nan(), general)
         cases = {
             "nan": z3.fpIsNaN(x),
             "+inf": x == z3.fpPlusInfinity(self.sort), "-inf": x == z3.fpMinusInfinity(self.sort),
@@ -127,19 +128,19 @@ class IEEEFloats(ScalarDomain):
         if bound is None:
             return h
         top = self.const(bound)
-        return z3.If(z3.fpLEQ(z3.fpAbs(h), top), h, top)
+        return zf.If(z3.fpLEQ(z3.fpAbs(h), top), h, top)
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, 2)
-        general = z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(), f(a, b))
+        general = zf.If(zf.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(), f(a, b))
         if fname == "pow":
             one = self.const(1.0)
-            return z3.If(z3.Or(z3.fpIsZero(b), a == one), one, general)
+            return zf.If(zf.Or(z3.fpIsZero(b), a == one), one, general)
         if fname == "log_add_exp":
-            return z3.If(z3.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(),
-                         z3.If(z3.fpLT(a, b), f(a, b), f(b, a)))
+            return zf.If(zf.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(),
+                         zf.If(z3.fpLT(a, b), f(a, b), f(b, a)))
         return general
 
 
@@ -158,7 +159,7 @@ class IEEEModel(FloatModel):
         if isinstance(d, BoolDomain):
             return s.truthy(x)
         if isinstance(s, BoolDomain):
-            return z3.If(x, d.one(), d.zero())
+            return zf.If(x, d.one(), d.zero())
         if isinstance(s, IntDomain) and isinstance(d, IntDomain):
             return _int_resize(x, s, d)
         if isinstance(s, IntDomain) and isinstance(d, IEEEFloats):
@@ -172,9 +173,9 @@ class IEEEModel(FloatModel):
             t = z3.fpRoundToIntegral(z3.RTZ(), x)
             lo = -(1 << (d.bits - 1)) if d.signed else 0
             hi = 1 << (d.bits - 1) if d.signed else 1 << d.bits     # exclusive
-            in_range = z3.And(z3.Not(z3.fpIsNaN(x)), z3.Not(z3.fpIsInf(x)),
+            in_range = zf.And(zf.Not(z3.fpIsNaN(x)), zf.Not(z3.fpIsInf(x)),
                               z3.fpGEQ(t, _int_bound(lo, s.sort)), z3.fpLT(t, _int_bound(hi, s.sort)))
-            self.on_ub(z3.Not(in_range), f"astype {src}->{dst} of NaN, inf or an out-of-range value")
+            self.on_ub(zf.Not(in_range), f"astype {src}->{dst} of NaN, inf or an out-of-range value")
             return (z3.fpToSBV(z3.RTZ(), x, d.sort) if d.signed else z3.fpToUBV(z3.RTZ(), x, d.sort))
         raise Unsupported(f"astype {src} -> {dst}")
 

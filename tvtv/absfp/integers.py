@@ -9,6 +9,7 @@ from typing import Any
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.absfp.interface import ScalarDomain, UBCallback
 from tvtv.errors import Unsupported
@@ -37,7 +38,7 @@ class IntDomain(ScalarDomain):
         self._ub(b == 0, f"integer {op} by zero")
         if self.signed:
             int_min = z3.BitVecVal(1 << (self.bits - 1), self.bits)
-            self._ub(z3.And(a == int_min, b == -1), f"integer {op} overflow (INT_MIN / -1)")
+            self._ub(zf.And(a == int_min, b == -1), f"integer {op} overflow (INT_MIN / -1)")
 
     def div(self, a, b):
         """Truncating division (C, TVM's `/` on ints)."""
@@ -51,7 +52,7 @@ class IntDomain(ScalarDomain):
         q = a / b
         r = z3.SRem(a, b)
         # round toward -inf when the remainder is nonzero and the signs differ
-        return z3.If(z3.And(r != 0, (r < 0) != (b < 0)), q - 1, q)
+        return zf.If(zf.And(r != 0, (r < 0) != (b < 0)), q - 1, q)
 
     def trunc_mod(self, a, b):
         self._check_div(a, b, "modulo")
@@ -62,19 +63,19 @@ class IntDomain(ScalarDomain):
         if not self.signed:
             return z3.URem(a, b)
         r = z3.SRem(a, b)
-        return z3.If(z3.And(r != 0, (r < 0) != (b < 0)), r + b, r)
+        return zf.If(zf.And(r != 0, (r < 0) != (b < 0)), r + b, r)
 
     def neg(self, a):
         return -a
 
     def abs(self, a):
-        return z3.If(a < 0, -a, a) if self.signed else a
+        return zf.If(a < 0, -a, a) if self.signed else a
 
     def maximum(self, a, b):
-        return z3.If(self.gt(a, b), a, b)
+        return zf.If(self.gt(a, b), a, b)
 
     def minimum(self, a, b):
-        return z3.If(self.lt(a, b), a, b)
+        return zf.If(self.lt(a, b), a, b)
 
     def lt(self, a, b):
         return a < b if self.signed else z3.ULT(a, b)
@@ -107,13 +108,13 @@ class BoolDomain(ScalarDomain):
         raise Unsupported(f"arithmetic {what} on bool")
 
     def add(self, a, b):
-        return z3.Or(a, b)  # numpy: True + True = True for bool arrays
+        return zf.Or(a, b)  # numpy: True + True = True for bool arrays
 
     def sub(self, a, b):
         self._no_arith("subtract")
 
     def mul(self, a, b):
-        return z3.And(a, b)
+        return zf.And(a, b)
 
     def div(self, a, b):
         self._no_arith("divide")
@@ -125,13 +126,13 @@ class BoolDomain(ScalarDomain):
         return a
 
     def maximum(self, a, b):
-        return z3.Or(a, b)
+        return zf.Or(a, b)
 
     def minimum(self, a, b):
-        return z3.And(a, b)
+        return zf.And(a, b)
 
     def lt(self, a, b):
-        return z3.And(z3.Not(a), b)
+        return zf.And(zf.Not(a), b)
 
     def eq(self, a, b):
         return a == b

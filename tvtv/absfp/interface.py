@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.errors import Unsupported
 
 UBCallback = Callable[[z3.BoolRef, str], None]
@@ -49,7 +50,7 @@ class ScalarDomain(ABC):
         for key, cond in cases.items():
             if key in specials:
                 out = specials[key]
-                result = z3.If(cond, x if out == "x" else self.const(out), result)
+                result = zf.If(cond, x if out == "x" else self.const(out), result)
         return result
 
     # -- arithmetic --------------------------------------------------------------------------
@@ -76,17 +77,17 @@ class ScalarDomain(ABC):
         canonical form, where the general one left each element to the solver (FuseTIR's
         seed-0 graph 6 under per-operation: unknown before, proved in 78 s after;
         2026-11-29)."""
-        return z3.If(z3.Or(self.is_nan(x), self.is_inf(x)), self.nan(), self.zero())
+        return zf.If(zf.Or(self.is_nan(x), self.is_inf(x)), self.nan(), self.zero())
 
     def maximum(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         """numpy.maximum: NaN if either is NaN, else `a if a > b else b` (ties give b)."""
-        return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(),
-                     z3.If(self.gt(a, b), a, b))
+        return zf.If(zf.Or(self.is_nan(a), self.is_nan(b)), self.nan(),
+                     zf.If(self.gt(a, b), a, b))
 
     def minimum(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         """numpy.minimum: NaN if either is NaN, else `a if a < b else b` (ties give b)."""
-        return z3.If(z3.Or(self.is_nan(a), self.is_nan(b)), self.nan(),
-                     z3.If(self.lt(a, b), a, b))
+        return zf.If(zf.Or(self.is_nan(a), self.is_nan(b)), self.nan(),
+                     zf.If(self.lt(a, b), a, b))
 
     # -- comparisons (IEEE: every comparison with NaN is false except !=) ------------------
     @abstractmethod
@@ -95,7 +96,7 @@ class ScalarDomain(ABC):
     def eq(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef: ...
 
     def le(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
-        return z3.Or(self.lt(a, b), self.eq(a, b))
+        return zf.Or(self.lt(a, b), self.eq(a, b))
 
     def gt(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
         return self.lt(b, a)
@@ -104,7 +105,7 @@ class ScalarDomain(ABC):
         return self.le(b, a)
 
     def ne(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
-        return z3.Not(self.eq(a, b))
+        return zf.Not(self.eq(a, b))
 
     # -- classification ----------------------------------------------------------------------
     def is_nan(self, a: z3.ExprRef) -> z3.BoolRef:
@@ -119,7 +120,7 @@ class ScalarDomain(ABC):
     def is_signed_inf(self, a: z3.ExprRef, sign: int) -> z3.BoolRef:
         """`a` is -inf (sign -1) or +inf (sign 1)."""
         zero = self.const(0.0)
-        return z3.And(self.is_inf(a), self.lt(a, zero) if sign < 0 else self.gt(a, zero))
+        return zf.And(self.is_inf(a), self.lt(a, zero) if sign < 0 else self.gt(a, zero))
 
     def same(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
         """Refinement equality: both NaN (payloads unobserved), or the very same value
@@ -136,10 +137,10 @@ class ScalarDomain(ABC):
     # -- booleans ------------------------------------------------------------------------------
     def truthy(self, a: z3.ExprRef) -> z3.BoolRef:
         """`a != 0` (NaN is true, as in C)."""
-        return z3.Not(self.eq(a, self.zero()))
+        return zf.Not(self.eq(a, self.zero()))
 
     def from_bool(self, b: z3.BoolRef) -> z3.ExprRef:
-        return z3.If(b, self.one(), self.zero())
+        return zf.If(b, self.one(), self.zero())
 
 
 class FloatModel(ABC):

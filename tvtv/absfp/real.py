@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp import special
 from tvtv.absfp.abstract import _int_resize, round_to
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_int
@@ -97,31 +98,31 @@ class RealFloats(ScalarDomain):
         return RF.is_nan(x)
 
     def is_inf(self, x):
-        return z3.Or(RF.is_pinf(x), RF.is_ninf(x))
+        return zf.Or(RF.is_pinf(x), RF.is_ninf(x))
 
     def _zero(self, x):
-        return z3.And(RF.is_fin(x), RF.val(x) == 0)
+        return zf.And(RF.is_fin(x), RF.val(x) == 0)
 
     def _positive(self, x):
         """x > 0 or x = +inf."""
-        return z3.Or(RF.is_pinf(x), z3.And(RF.is_fin(x), RF.val(x) > 0))
+        return zf.Or(RF.is_pinf(x), zf.And(RF.is_fin(x), RF.val(x) > 0))
 
     def _negative(self, x):
-        return z3.Or(RF.is_ninf(x), z3.And(RF.is_fin(x), RF.val(x) < 0))
+        return zf.Or(RF.is_ninf(x), zf.And(RF.is_fin(x), RF.val(x) < 0))
 
     # -- arithmetic -----------------------------------------------------------------------------
     def add(self, a, b):
-        nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(RF.is_pinf(a), RF.is_ninf(b)),
-                    z3.And(RF.is_ninf(a), RF.is_pinf(b)))
-        return z3.If(nan, RF.nan,
-               z3.If(self.is_inf(a), a,
-               z3.If(self.is_inf(b), b, RF.fin(RF.val(a) + RF.val(b)))))
+        nan = zf.Or(RF.is_nan(a), RF.is_nan(b), zf.And(RF.is_pinf(a), RF.is_ninf(b)),
+                    zf.And(RF.is_ninf(a), RF.is_pinf(b)))
+        return zf.If(nan, RF.nan,
+               zf.If(self.is_inf(a), a,
+               zf.If(self.is_inf(b), b, RF.fin(RF.val(a) + RF.val(b)))))
 
     def sub(self, a, b):
         return self.add(a, self.neg(b))
 
     def _signed_inf(self, negative):
-        return z3.If(negative, RF.ninf, RF.pinf)
+        return zf.If(negative, RF.ninf, RF.pinf)
 
     def mul(self, a, b):
         # d * (1 / s) is d / s in this model, special values included (d / 0 and d * +inf
@@ -135,11 +136,11 @@ class RealFloats(ScalarDomain):
         return self._mul(a, b)
 
     def _mul(self, a, b):
-        nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(self.is_inf(a), self._zero(b)),
-                    z3.And(self._zero(a), self.is_inf(b)))
+        nan = zf.Or(RF.is_nan(a), RF.is_nan(b), zf.And(self.is_inf(a), self._zero(b)),
+                    zf.And(self._zero(a), self.is_inf(b)))
         neg = self._negative(a) != self._negative(b)
-        return z3.If(nan, RF.nan,
-               z3.If(z3.Or(self.is_inf(a), self.is_inf(b)), self._signed_inf(neg),
+        return zf.If(nan, RF.nan,
+               zf.If(zf.Or(self.is_inf(a), self.is_inf(b)), self._signed_inf(neg),
                      RF.fin(RF.val(a) * RF.val(b))))
 
     def div(self, a, b):
@@ -149,13 +150,13 @@ class RealFloats(ScalarDomain):
         return q
 
     def _div(self, a, b):
-        nan = z3.Or(RF.is_nan(a), RF.is_nan(b), z3.And(self.is_inf(a), self.is_inf(b)),
-                    z3.And(self._zero(a), self._zero(b)))
+        nan = zf.Or(RF.is_nan(a), RF.is_nan(b), zf.And(self.is_inf(a), self.is_inf(b)),
+                    zf.And(self._zero(a), self._zero(b)))
         neg = self._negative(a) != self._negative(b)
-        return z3.If(nan, RF.nan,
-               z3.If(self.is_inf(a), self._signed_inf(neg),
-               z3.If(self.is_inf(b), RF.fin(z3.RealVal(0)),
-               z3.If(self._zero(b), self._signed_inf(self._negative(a)),   # the zero is +0
+        return zf.If(nan, RF.nan,
+               zf.If(self.is_inf(a), self._signed_inf(neg),
+               zf.If(self.is_inf(b), RF.fin(z3.RealVal(0)),
+               zf.If(self._zero(b), self._signed_inf(self._negative(a)),   # the zero is +0
                      RF.fin(RF.val(a) / RF.val(b))))))
 
     # -- reductions (`tvtv.absfp.reductions.interpret`) ------------------------------------------
@@ -166,41 +167,41 @@ class RealFloats(ScalarDomain):
     def sum(self, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
         """NaN when a term is NaN or +inf meets -inf; else ±inf when a term is; else the
         exact real sum."""
-        any_p = z3.Or(*[RF.is_pinf(t) for t in terms])
-        any_n = z3.Or(*[RF.is_ninf(t) for t in terms])
-        nan = z3.Or(*[RF.is_nan(t) for t in terms], z3.And(any_p, any_n))
-        return z3.If(nan, RF.nan, z3.If(any_p, RF.pinf, z3.If(any_n, RF.ninf,
+        any_p = zf.Or(*[RF.is_pinf(t) for t in terms])
+        any_n = zf.Or(*[RF.is_ninf(t) for t in terms])
+        nan = zf.Or(*[RF.is_nan(t) for t in terms], zf.And(any_p, any_n))
+        return zf.If(nan, RF.nan, zf.If(any_p, RF.pinf, zf.If(any_n, RF.ninf,
                      RF.fin(z3.Sum([RF.val(t) for t in terms])))))
 
     def prod(self, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
         """NaN when a term is NaN or an infinity meets a zero (0 * inf); else ±inf when a
         term is infinite (negative for an odd number of negative terms); else the exact
         real product."""
-        any_inf = z3.Or(*[self.is_inf(t) for t in terms])
-        nan = z3.Or(*[RF.is_nan(t) for t in terms],
-                    z3.And(any_inf, z3.Or(*[self._zero(t) for t in terms])))
+        any_inf = zf.Or(*[self.is_inf(t) for t in terms])
+        nan = zf.Or(*[RF.is_nan(t) for t in terms],
+                    zf.And(any_inf, zf.Or(*[self._zero(t) for t in terms])))
         negative = z3.BoolVal(False)
         for t in terms:
             negative = z3.Xor(negative, self._negative(t))
-        return z3.If(nan, RF.nan, z3.If(any_inf, self._signed_inf(negative),
+        return zf.If(nan, RF.nan, zf.If(any_inf, self._signed_inf(negative),
                      RF.fin(z3.Product([RF.val(t) for t in terms]))))
 
     def neg(self, a):
-        return z3.If(RF.is_fin(a), RF.fin(-RF.val(a)),
-               z3.If(RF.is_pinf(a), RF.ninf, z3.If(RF.is_ninf(a), RF.pinf, RF.nan)))
+        return zf.If(RF.is_fin(a), RF.fin(-RF.val(a)),
+               zf.If(RF.is_pinf(a), RF.ninf, zf.If(RF.is_ninf(a), RF.pinf, RF.nan)))
 
     def abs(self, a):
-        return z3.If(self._negative(a), self.neg(a), a)
+        return zf.If(self._negative(a), self.neg(a), a)
 
     # -- comparisons ----------------------------------------------------------------------------
     def lt(self, a, b):
-        both_fin = z3.And(RF.is_fin(a), RF.is_fin(b))
-        return z3.Or(z3.And(both_fin, RF.val(a) < RF.val(b)),
-                     z3.And(RF.is_ninf(a), z3.Not(RF.is_ninf(b)), z3.Not(RF.is_nan(b))),
-                     z3.And(RF.is_pinf(b), z3.Not(RF.is_pinf(a)), z3.Not(RF.is_nan(a))))
+        both_fin = zf.And(RF.is_fin(a), RF.is_fin(b))
+        return zf.Or(zf.And(both_fin, RF.val(a) < RF.val(b)),
+                     zf.And(RF.is_ninf(a), zf.Not(RF.is_ninf(b)), zf.Not(RF.is_nan(b))),
+                     zf.And(RF.is_pinf(b), zf.Not(RF.is_pinf(a)), zf.Not(RF.is_nan(a))))
 
     def eq(self, a, b):
-        return z3.And(z3.Not(RF.is_nan(a)), a == b)
+        return zf.And(zf.Not(RF.is_nan(a)), a == b)
 
     def same(self, a, b):
         return a == b     # one NaN, one zero
@@ -221,26 +222,26 @@ class RealFloats(ScalarDomain):
         if fname in ("floor", "ceil", "trunc"):
             fl = z3.ToReal(z3.ToInt(v))                     # floor, exactly
             ce = -z3.ToReal(z3.ToInt(-v))
-            r = {"floor": fl, "ceil": ce, "trunc": z3.If(v >= 0, fl, ce)}[fname]
-            return z3.If(RF.is_fin(x), RF.fin(r), x)
+            r = {"floor": fl, "ceil": ce, "trunc": zf.If(v >= 0, fl, ce)}[fname]
+            return zf.If(RF.is_fin(x), RF.fin(r), x)
         rule = special.UNARY_RULES.get(fname)
         if rule is None:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, 1)
         if rule.odd:
-            general = RF.fin(z3.If(v < 0, -f(-v), f(v)))
+            general = RF.fin(zf.If(v < 0, -f(-v), f(v)))
         elif fname in _POSITIVE:
             # exp, cosh everywhere and sqrt, rsqrt of positive reals are positive (> 0, not
             # just ≥ 0): without it 1 / sqrt(v) could divide by zero in the model
             h = f(v)
-            general = RF.fin(z3.If(h > 0, h, z3.RealVal(1)))
+            general = RF.fin(zf.If(h > 0, h, z3.RealVal(1)))
         elif rule.nonneg:
             h = f(v)
-            general = RF.fin(z3.If(h < 0, -h, h))
+            general = RF.fin(zf.If(h < 0, -h, h))
         else:
             general = RF.fin(f(v))
         if rule.nan_below_zero:
-            general = z3.If(v < 0, RF.nan, general)
+            general = zf.If(v < 0, RF.nan, general)
         cases = {"nan": RF.is_nan(x), "+inf": RF.is_pinf(x), "-inf": RF.is_ninf(x),
                  "+0": self._zero(x), "+1": x == self.const(1.0), "-1": x == self.const(-1.0)}
         return self.with_specials(rule.specials, cases, x, general)
@@ -249,11 +250,11 @@ class RealFloats(ScalarDomain):
         if fname not in special.BINARY_UF:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, 2)
-        general = z3.If(z3.Or(self.is_nan(a), self.is_nan(b), self.is_inf(a), self.is_inf(b)),
+        general = zf.If(zf.Or(self.is_nan(a), self.is_nan(b), self.is_inf(a), self.is_inf(b)),
                         RF.nan, RF.fin(f(RF.val(a), RF.val(b))))
         if fname == "pow":
             one = self.const(1.0)
-            return z3.If(z3.Or(self._zero(b), a == one), one, general)
+            return zf.If(zf.Or(self._zero(b), a == one), one, general)
         return general
 
 
@@ -280,7 +281,7 @@ class RealModel(FloatModel):
         if isinstance(d, BoolDomain):
             return s.truthy(x)
         if isinstance(s, BoolDomain):
-            return z3.If(x, d.one(), d.zero())
+            return zf.If(x, d.one(), d.zero())
         if isinstance(s, IntDomain) and isinstance(d, IntDomain):
             return _int_resize(x, s, d)
         if isinstance(s, IntDomain) and isinstance(d, RealFloats):
@@ -288,10 +289,10 @@ class RealModel(FloatModel):
         if isinstance(s, RealFloats) and isinstance(d, IntDomain):
             # truncation toward zero; NaN, ±inf and out of range are UB (as in the IEEE model)
             v = RF.val(x)
-            t = z3.If(v >= 0, z3.ToInt(v), -z3.ToInt(-v))
+            t = zf.If(v >= 0, z3.ToInt(v), -z3.ToInt(-v))
             lo = -(1 << (d.bits - 1)) if d.signed else 0
             hi = (1 << (d.bits - 1)) if d.signed else (1 << d.bits)
-            self.on_ub(z3.Or(z3.Not(RF.is_fin(x)), t < lo, t >= hi),
+            self.on_ub(zf.Or(zf.Not(RF.is_fin(x)), t < lo, t >= hi),
                        f"astype {src}->{dst} of NaN, inf or an out-of-range value")
             return z3.Int2BV(t, d.bits)
         raise Unsupported(f"astype {src} -> {dst}")

@@ -30,6 +30,7 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv import z3raw
 from tvtv.absfp.dtypes import is_float
 from tvtv.absfp.interface import FloatModel
@@ -91,7 +92,7 @@ def _hash_functions(model: FloatModel, kind: str, dtype: str, dom) -> tuple[z3.F
         # the result, never -0.0, is the same (checked over every order of small multisets
         # of special values: tests/test_hash_zero_terms.py). So a padding zero, or a
         # product 0 * w with w finite, is no term at all.
-        model.hash_facts[h.name()] = z3.And(h(dom.const(-0.0)) == 0, h(dom.const(0.0)) == 0)
+        model.hash_facts[h.name()] = zf.And(h(dom.const(-0.0)) == 0, h(dom.const(0.0)) == 0)
     else:
         model.hash_facts[h.name()] = h(dom.const(1.0)) == 0   # multiplying by 1 changes nothing
     return h, f

@@ -8,6 +8,7 @@ import z3
 
 from tvtv.absfp.interface import FloatModel, ScalarDomain
 from tvtv import z3context
+from tvtv import z3fast as zf
 from tvtv.encode.tensor import close_over_live_indices
 
 
@@ -55,11 +56,11 @@ class EncodeContext:
     def add_ub(self, cond: z3.BoolRef, reason: str) -> None:
         # UB of some element, not of a chosen one. The path is closed over too: a TIR path
         # condition (a guard, a written box) mentions the index of the lambda being built.
-        cond = close_over_live_indices(z3.And(*self.path, cond) if self.path else cond)
+        cond = close_over_live_indices(zf.And(*self.path, cond) if self.path else cond)
         self.ub.append((cond, reason))
 
     def well_defined(self) -> z3.BoolRef:
-        return z3.And(*[z3.Not(c) for c, _ in self.ub]) if self.ub else z3.BoolVal(True)
+        return zf.And(*[zf.Not(c) for c, _ in self.ub]) if self.ub else z3.BoolVal(True)
 
     def uf(self, name: str, *sorts: z3.SortRef) -> z3.FuncDeclRef:
         """An uninterpreted function shared by every side that uses the same name and sorts."""

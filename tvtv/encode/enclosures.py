@@ -26,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.encode.evaluate import _LIBM, _outermost
 
 # the real model's functions are named real_<name> (`tvtv.absfp.real.RealFloats._uf`)
@@ -87,4 +88,4 @@ def _enclosure(t: z3.ExprRef) -> z3.BoolRef | None:
     bounds = _interval(value)
     if bounds is None:
         return None
-    return z3.And(_real(bounds[0]) <= t, t <= _real(bounds[1]))
+    return zf.And(_real(bounds[0]) <= t, t <= _real(bounds[1]))

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.abstract import round_to
 from tvtv.absfp.dtypes import FLOAT_FORMATS, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel, fp_value
@@ -75,7 +76,7 @@ def _reduction_terms(app: z3.ExprRef) -> list[z3.ExprRef] | None:
     n = int(m.group(3))
     # (an array argument may be a lambda, which z3.is_array does not count as one)
     if app.num_args() == 1 and app.arg(0).sort().kind() == z3.Z3_ARRAY_SORT:
-        terms = [z3.simplify(z3.Select(app.arg(0), z3.BitVecVal(k, 32))) for k in range(n)]
+        terms = [z3.simplify(zf.Select(app.arg(0), z3.BitVecVal(k, 32))) for k in range(n)]
     else:
         terms = list(app.children())
     return terms if len(terms) == n and all(z3.is_fp_value(t) for t in terms) else None
@@ -585,7 +586,7 @@ def agrees(op: str, args: Sequence[Any], out_ty: P.Type, expected: Sequence[np.n
     s.add(*model.preconditions())
     s.add(ctx.well_defined())
     if exact:
-        s.add(z3.Not(z3.And(*eqs)))
+        s.add(zf.Not(zf.And(*eqs)))
         return s.check() == z3.unsat
     s.add(*eqs)
     return s.check() == z3.sat

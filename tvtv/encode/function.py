@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv import z3raw
 from tvtv.absfp.dtypes import check_supported
 from tvtv.encode import registry
@@ -354,7 +355,7 @@ class FunctionEncoder:
             then_v = self.body(e.then_body, dict(env))
         finally:
             self.ctx.path.pop()
-        self.ctx.path.append(z3.Not(cond))
+        self.ctx.path.append(zf.Not(cond))
         try:
             else_v = self.body(e.else_body, dict(env))
         finally:
@@ -432,7 +433,7 @@ def merge(cond: z3.BoolRef, a: Value, b: Value) -> Value:
     ta, tb = as_tensor(a, "If branch"), as_tensor(b, "If branch")
     if ta.shape != tb.shape or ta.dtype != tb.dtype:
         raise Unsupported("If branches of different types")
-    return Tensor(ta.shape, ta.dtype, z3.If(cond, ta.arr, tb.arr))
+    return Tensor(ta.shape, ta.dtype, zf.If(cond, ta.arr, tb.arr))
 
 
 def input_value(name: str, ty: P.Type, ctx: EncodeContext) -> Value:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.encode.evaluate import libm_numeral, libm_truth
 from tvtv.encode.tensor import INDEX, Tensor
@@ -72,7 +73,7 @@ def libm_difference(outputs: Sequence[tuple[Tensor, Tensor]], conditions: Sequen
     is allowed: the encoding puts a function's laws (range bounds, special values) in the
     term itself, and the conditions (the model's facts, definedness) must come out true
     under the same values. Execution on the VM confirms or not, as for any counterexample."""
-    if conditions and libm_truth(z3.And(*conditions)) is not True:
+    if conditions and libm_truth(zf.And(*conditions)) is not True:
         return None
     for k, (a, b) in enumerate(outputs):
         if a.numel > MAX_ELEMENTS:
@@ -90,7 +91,7 @@ def holds(conditions: Sequence[z3.BoolRef], subst: Sequence[tuple[z3.ExprRef, z3
     """Do `conditions`, after substitution, simplify to true?"""
     if not conditions:
         return True
-    return z3.is_true(z3.simplify(z3.substitute(z3.And(*conditions), *subst)))
+    return z3.is_true(z3.simplify(z3.substitute(zf.And(*conditions), *subst)))
 
 
 def constant_difference(outputs: Sequence[tuple[Tensor, Tensor]], domain: Callable[[str], Any],

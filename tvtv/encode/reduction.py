@@ -16,6 +16,7 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import FLOAT_FORMATS, is_float
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.bijection import all_elements
@@ -66,17 +67,17 @@ def _store_chain(n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
     constant array: selects at known indices simplify away, unlike a lambda's."""
     arr = z3.K(INDEX, fill)
     for k in range(n):
-        arr = z3.Store(arr, idx(k), elem(idx(k)))
+        arr = zf.Store(arr, idx(k), elem(idx(k)))
     return arr
 
 
 def term_array(ctx: EncodeContext, dtype: str, n: int, elem: Elem, fill: z3.ExprRef) -> z3.ArrayRef:
     """Lambda r. r < n ? elem(r) : fill."""
-    return lambda_over_index(lambda r: z3.If(z3.ULT(r, idx(n)), elem(r), fill), n)
+    return lambda_over_index(lambda r: zf.If(z3.ULT(r, idx(n)), elem(r), fill), n)
 
 
 def _any(n: int, pred: Callable[[int], z3.BoolRef]) -> z3.BoolRef:
-    return z3.Or(*[pred(k) for k in range(n)]) if n else z3.BoolVal(False)
+    return zf.Or(*[pred(k) for k in range(n)]) if n else z3.BoolVal(False)
 
 
 def _float_specials(ctx: EncodeContext, dtype: str, n: int, elem: Elem, general: z3.ExprRef,
@@ -85,23 +86,23 @@ def _float_specials(ctx: EncodeContext, dtype: str, n: int, elem: Elem, general:
     if n > SPECIAL_BOUND:
         return general
     terms = [elem(idx(k)) for k in range(n)]
-    any_nan = z3.Or(*[dom.is_nan(t) for t in terms])
+    any_nan = zf.Or(*[dom.is_nan(t) for t in terms])
     pinf, ninf = dom.const(float("inf")), dom.const(float("-inf"))
-    any_p = z3.Or(*[t == pinf for t in terms])
-    any_n = z3.Or(*[t == ninf for t in terms])
+    any_p = zf.Or(*[t == pinf for t in terms])
+    any_n = zf.Or(*[t == ninf for t in terms])
     if kind == "sum":
         # In every summation order: a NaN term, or +inf and -inf together, give NaN; all-zero
         # terms give +0.0 (the accumulator starts at +0.0). A +inf term without -inf gives
         # +inf, or NaN when finite terms overflowed to -inf first ([-MAX, -MAX, +inf] summed
         # left to right): the order is unspecified, so only "+inf or NaN" is fixed.
-        all_zero = z3.And(*[z3.Or(t == dom.const(0.0), t == dom.const(-0.0)) for t in terms])
-        inf_or_nan_p = z3.If(dom.is_nan(general), dom.nan(), pinf)
-        inf_or_nan_n = z3.If(dom.is_nan(general), dom.nan(), ninf)
-        return z3.If(z3.Or(any_nan, z3.And(any_p, any_n)), dom.nan(),
-                     z3.If(any_p, inf_or_nan_p, z3.If(any_n, inf_or_nan_n,
-                     z3.If(all_zero, dom.const(0.0), general))))
+        all_zero = zf.And(*[zf.Or(t == dom.const(0.0), t == dom.const(-0.0)) for t in terms])
+        inf_or_nan_p = zf.If(dom.is_nan(general), dom.nan(), pinf)
+        inf_or_nan_n = zf.If(dom.is_nan(general), dom.nan(), ninf)
+        return zf.If(zf.Or(any_nan, zf.And(any_p, any_n)), dom.nan(),
+                     zf.If(any_p, inf_or_nan_p, zf.If(any_n, inf_or_nan_n,
+                     zf.If(all_zero, dom.const(0.0), general))))
     # product: NaN, or inf * 0 somewhere -> NaN (0 * inf); otherwise left uninterpreted
-    return z3.If(any_nan, dom.nan(), general)
+    return zf.If(any_nan, dom.nan(), general)
 
 
 def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef:
@@ -140,7 +141,7 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
         arr = all_elements(elem, n, INDEX)
         if arr is not None:
             ctx.notes.add(PERMUTED_NOTE)
-            terms = term_array(ctx, dtype, n, lambda r: z3.Select(arr, r), dom.const(-0.0))
+            terms = term_array(ctx, dtype, n, lambda r: zf.Select(arr, r), dom.const(-0.0))
             return ctx.uf(f"msum_{dtype}_{n}", terms.sort(), dom.sort)(terms)
     general = uf_of_terms(ctx, "sum", dtype, n, elem, dom.const(-0.0), dom.sort)
     return _float_specials(ctx, dtype, n, elem, general, "sum")
@@ -178,7 +179,7 @@ def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -
             # selects TIR's `T.max` loops build, so a legalized max meets it term for term.
             terms = [elem(idx(k)) for k in range(n)]
             acc = select_chain(dom, terms, kind)
-            return z3.If(z3.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), acc) if n > 1 else acc
+            return zf.If(zf.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), acc) if n > 1 else acc
         acc = elem(idx(0))
         for k in range(1, n):
             acc = step(acc, elem(idx(k)))
@@ -187,7 +188,7 @@ def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -
     general = uf_of_terms(ctx, kind, dtype, n, elem, elem(idx(0)), dom.sort)
     if is_float(dtype) and n <= SPECIAL_BOUND:
         terms = [elem(idx(k)) for k in range(n)]
-        return z3.If(z3.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), general)
+        return zf.If(zf.Or(*[dom.is_nan(t) for t in terms]), dom.nan(), general)
     return general
 
 
@@ -197,7 +198,7 @@ def select_chain(dom: ScalarDomain, terms: list[z3.ExprRef], kind: str) -> z3.Ex
     better = dom.gt if kind == "max" else dom.lt
     acc = terms[0]
     for t in terms[1:]:
-        acc = z3.If(better(acc, t), acc, t)
+        acc = zf.If(better(acc, t), acc, t)
     return acc
 
 
@@ -224,11 +225,11 @@ def _from_finite_bound(dom: ScalarDomain, init: z3.ExprRef, kind: str, n: int, e
         return None
     a, t = dom.var("tvtv_step_a"), dom.var("tvtv_step_t")
     better = dom.gt if kind == "max" else dom.lt
-    if not z3.eq(step(a, t), z3.If(better(a, t), a, t)):
+    if not z3.eq(step(a, t), zf.If(better(a, t), a, t)):
         return None   # `T.max(t, acc)`: ties and NaNs go the other way
     terms = [elem(idx(k)) for k in range(n)]
-    at_inf = z3.And(*[dom.is_signed_inf(x, -1 if kind == "max" else 1) for x in terms])
-    return z3.If(at_inf, bound, select_chain(dom, terms, kind))
+    at_inf = zf.And(*[dom.is_signed_inf(x, -1 if kind == "max" else 1) for x in terms])
+    return zf.If(at_inf, bound, select_chain(dom, terms, kind))
 
 
 def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
@@ -243,9 +244,9 @@ def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
     better = dom.gt if kind == "max" else dom.lt
     for k in range(1, n):
         x = elem(idx(k))
-        take = z3.And(z3.Not(dom.is_nan(best)), z3.Or(dom.is_nan(x), better(x, best)))
-        best_i = z3.If(take, odom.const(k), best_i)
-        best = z3.If(take, x, best)
+        take = zf.And(zf.Not(dom.is_nan(best)), zf.Or(dom.is_nan(x), better(x, best)))
+        best_i = zf.If(take, odom.const(k), best_i)
+        best = zf.If(take, x, best)
     return best_i
 
 

@@ -18,6 +18,7 @@ import z3
 
 from tvtv.absfp.interface import ScalarDomain
 from tvtv import z3context
+from tvtv import z3fast as zf
 from tvtv.errors import Unsupported
 
 INDEX_BITS = 32
@@ -87,11 +88,11 @@ def close_over_live_indices(cond: z3.BoolRef) -> z3.BoolRef:
                 z3.substitute(cond, (var, idx(1))), cond):
             continue  # does not mention this index
         if bound is not None and bound <= EXPAND_BOUND:
-            cond = z3.Or(*[z3.substitute(cond, (var, idx(k))) for k in range(bound)]) if bound \
+            cond = zf.Or(*[z3.substitute(cond, (var, idx(k))) for k in range(bound)]) if bound \
                 else z3.BoolVal(False)
         else:
             limit = [z3.ULT(var, idx(bound))] if bound is not None else []
-            cond = z3.Exists([var], z3.And(*limit, cond))
+            cond = z3.Exists([var], zf.And(*limit, cond))
     return cond
 
 
@@ -132,14 +133,14 @@ class Tensor:
 
     def at(self, i: z3.BitVecRef | int) -> z3.ExprRef:
         """Element at flat index `i`."""
-        return z3.Select(self.arr, idx(i) if isinstance(i, int) else i)
+        return zf.Select(self.arr, idx(i) if isinstance(i, int) else i)
 
     def at_multi(self, indices: Sequence[z3.BitVecRef | int]) -> z3.ExprRef:
         return self.at(ravel(indices, self.shape))
 
     def bounded(self, fill: z3.ExprRef) -> z3.ArrayRef:
         """The array with every index >= numel holding `fill`."""
-        return lambda_over_index(lambda i: z3.If(z3.ULT(i, idx(self.numel)), self.at(i), fill))
+        return lambda_over_index(lambda i: zf.If(z3.ULT(i, idx(self.numel)), self.at(i), fill))
 
 
     def materialized(self, fill: z3.ExprRef) -> z3.ArrayRef:
@@ -150,7 +151,7 @@ class Tensor:
             return self.bounded(fill)
         arr = z3.K(INDEX, fill)
         for k in range(self.numel):
-            arr = z3.Store(arr, idx(k), self.at(k))
+            arr = zf.Store(arr, idx(k), self.at(k))
         return arr
 
     # -- construction ---------------------------------------------------------------------------
@@ -180,7 +181,7 @@ class Tensor:
         finite = dom.finite_element
         if finite is not None:
             values = z3.Array(name, INDEX, finite.domain(0))
-            return Tensor(tuple(shape), dtype, lambda_over_index(lambda i: finite(z3.Select(values, i)),
+            return Tensor(tuple(shape), dtype, lambda_over_index(lambda i: finite(zf.Select(values, i)),
                                                                  math.prod(shape)))
         return Tensor(tuple(shape), dtype, z3.Array(name, INDEX, dom.sort))
 
@@ -198,7 +199,7 @@ class Tensor:
         arr = z3.K(INDEX, first)
         for k, e in enumerate(elems):
             if not z3.eq(e, first):
-                arr = z3.Store(arr, idx(k), e)
+                arr = zf.Store(arr, idx(k), e)
         return Tensor(tuple(np.shape(value)), dtype, arr)
 
 

@@ -37,6 +37,7 @@ from typing import Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, tensor_arg
@@ -75,12 +76,12 @@ def _index_tensors(v: object, call: OpCall) -> list[Tensor]:
 
 def _wrap(v: z3.BitVecRef, n: int) -> z3.BitVecRef:
     """PyTorch's negative index, wrapped once: v + n for v < 0 (65-bit, `index_value`)."""
-    return z3.If(v < z3.BitVecVal(0, 65), v + z3.BitVecVal(n, 65), v)
+    return zf.If(v < z3.BitVecVal(0, 65), v + z3.BitVecVal(n, 65), v)
 
 
 def _valid(v: z3.BitVecRef, n: int) -> z3.BoolRef:
     """v in [-n, n): the indices PyTorch accepts for an axis of extent n."""
-    return z3.And(v >= z3.BitVecVal(-n, 65), v < z3.BitVecVal(n, 65))
+    return zf.And(v >= z3.BitVecVal(-n, 65), v < z3.BitVecVal(n, 65))
 
 
 def _position(v: z3.BitVecRef, n: int) -> Index:
@@ -96,7 +97,7 @@ def _index_ub(ctx: EncodeContext, ts: Sequence[Tensor], bounds: Sequence[int], o
     if not used:
         return
     for d, (t, n) in enumerate(zip(ts, bounds)):
-        add_index_ub(ctx, t, lambda k, t=t, n=n: z3.Not(_valid(index_value(t.at(k), t.dtype, op), n)),
+        add_index_ub(ctx, t, lambda k, t=t, n=n: zf.Not(_valid(index_value(t.at(k), t.dtype, op), n)),
                      f"{op} with an index outside [-n, n)", f"{op.split('.')[-1]}_k{d}")
 
 
@@ -213,12 +214,12 @@ def encode_index_put(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     if not accumulate and P > 1:
         # two tuples writing one element: UB (PyTorch leaves the value undefined)
         def same(c: list[z3.BitVecRef], c2: list[z3.BitVecRef]) -> z3.BoolRef:
-            return z3.And(*[u == v for u, v in zip(c, c2)])
+            return zf.And(*[u == v for u, v in zip(c, c2)])
         if P * (P - 1) // 2 <= DUPLICATE_PAIRS_EXPAND:
-            bad = z3.Or(*[same(targets[t], targets[t2]) for t in range(P) for t2 in range(t + 1, P)])
+            bad = zf.Or(*[same(targets[t], targets[t2]) for t in range(P) for t2 in range(t + 1, P)])
         else:
             t, t2 = z3.BitVec("index_put_t", 32), z3.BitVec("index_put_t2", 32)
-            bad = z3.Exists([t, t2], z3.And(z3.ULT(t, t2), z3.ULT(t2, idx(P)),
+            bad = z3.Exists([t, t2], zf.And(z3.ULT(t, t2), z3.ULT(t2, idx(P)),
                                             same(target(unravel(t, B)), target(unravel(t2, B)))))
         ctx.add_ub(bad, f"{op} (without accumulate) writing one element twice")
 
@@ -228,9 +229,9 @@ def encode_index_put(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     def elem(ix: list[Index]) -> z3.ExprRef:
         acc = x.at_multi(ix)
         for t in range(P):
-            hit = z3.And(*[c == z3.ZeroExt(65 - 32, i) for c, i in zip(targets[t], ix)])
+            hit = zf.And(*[c == z3.ZeroExt(65 - 32, i) for c, i in zip(targets[t], ix)])
             u = vals.at_multi(broadcast_index([idx(c) for c in multi[t]], B, vshape))
-            acc = z3.If(hit, dom.add(acc, u) if accumulate else u, acc)
+            acc = zf.If(hit, dom.add(acc, u) if accumulate else u, acc)
         return acc
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
@@ -296,5 +297,5 @@ def encode_slice_scatter(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
         if step != 1:
             inside.append(z3.URem(off, idx(step)) == idx(0))
         k = z3.UDiv(off, idx(step)) if step != 1 else off
-        return z3.If(z3.And(*inside), src.at_multi(ix[:a] + [k] + ix[a + 1:]), x.at_multi(ix))
+        return zf.If(zf.And(*inside), src.at_multi(ix[:a] + [k] + ix[a + 1:]), x.at_multi(ix))
     return Tensor.from_fn(ty.shape, ty.dtype, elem)

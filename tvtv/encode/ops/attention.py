@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import checked_result, tensor_arg
@@ -79,9 +80,9 @@ def _attention(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
         # the softmax over the kept positions only: a masked score is -inf, so it neither
         # shifts the row max nor weighs anything (every row keeps t = 0 at least)
-        pm = Tensor.from_fn(pshape, dtype, lambda ix: z3.If(keep(ix), p.at_multi(ix), ninf))
+        pm = Tensor.from_fn(pshape, dtype, lambda ix: zf.If(keep(ix), p.at_multi(ix), ninf))
         m = reduce_axes(ctx, pm, [3], True, "max")
-        e = Tensor.from_fn(pshape, dtype, lambda ix: z3.If(
+        e = Tensor.from_fn(pshape, dtype, lambda ix: zf.If(
             keep(ix), dom.unary("exp", dom.sub(pm.at_multi(ix), m.at_multi(ix[:3] + [idx(0)]))),
             zero))
     s = reduce_axes(ctx, e, [3], True, "sum")

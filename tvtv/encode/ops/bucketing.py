@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float, is_int
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import add_ub_for_some, bool_attr, checked_result, tensor_arg
@@ -28,7 +29,7 @@ def _add_unsorted_ub(ctx: EncodeContext, b: Tensor) -> None:
     """UB unless boundaries[k] < boundaries[k+1] for every k (the docstring's "strictly
     increasing, or the return value is undefined"; a NaN boundary is never ordered)."""
     dom = ctx.dom(b.dtype)
-    add_ub_for_some(ctx, b.numel - 1, lambda k: z3.Not(dom.lt(b.at(k), b.at(k + idx(1)))),
+    add_ub_for_some(ctx, b.numel - 1, lambda k: zf.Not(dom.lt(b.at(k), b.at(k + idx(1)))),
                     "bucketize with boundaries that are not strictly increasing", "bucketize_k")
 
 
@@ -66,10 +67,10 @@ def encode_bucketize(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     one, zero = z3.BitVecVal(1, width), z3.BitVecVal(0, width)
 
     def count(v: Term) -> Term:
-        flags = [z3.If(below(b.at(k), v), one, zero) for k in range(n)]
+        flags = [zf.If(below(b.at(k), v), one, zero) for k in range(n)]
         total = z3.Sum(*flags) if len(flags) > 1 else (flags[0] if flags else zero)
         if is_float(x.dtype):
-            total = z3.If(dom.is_nan(v), z3.BitVecVal(n, width), total)   # PyTorch: NaN last
+            total = zf.If(dom.is_nan(v), z3.BitVecVal(n, width), total)   # PyTorch: NaN last
         return total
 
     return checked_result(call, Tensor.from_flat(x.shape, od, lambda i: count(x.at(i))))

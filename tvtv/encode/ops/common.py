@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import Tensor, idx
@@ -65,10 +66,10 @@ def add_ub_for_some(ctx: EncodeContext, count: int, bad_at: Callable[[z3.BitVecR
     if count <= 0:
         return
     if count <= UB_EXPAND:
-        bad = z3.Or(*[bad_at(idx(k)) for k in range(count)])
+        bad = zf.Or(*[bad_at(idx(k)) for k in range(count)])
     else:
         k = z3.BitVec(name, 32)
-        bad = z3.Exists([k], z3.And(z3.ULT(k, idx(count)), bad_at(k)))
+        bad = z3.Exists([k], zf.And(z3.ULT(k, idx(count)), bad_at(k)))
     ctx.add_ub(bad, reason)
 
 

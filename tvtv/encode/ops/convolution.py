@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_bool, is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import out_type, tensor_arg
@@ -178,7 +179,7 @@ def _conv(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
             # zero padding: the input is padded with 0 (PyTorch/TVM), so a padded tap is the
             # product 0 * w, which is NaN when w is inf or NaN (IEEE 754 7.2)
             if conds:
-                v = z3.If(z3.And(*conds), v, dom_in.zero())
+                v = zf.If(zf.And(*conds), v, dom_in.zero())
             return cast(v)
 
         def weight(r: z3.BitVecRef) -> z3.ExprRef:
@@ -267,7 +268,7 @@ def _conv_transpose(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Te
                 conds.append(z3.ULT(q, idx(i)))
                 pos.append(q)
             prod = odom.mul(cast(read_x([nb, ch, *pos])), cast(read_w([ch, ocl, *ks])))
-            return z3.If(z3.And(*conds), prod, left_out)
+            return zf.If(zf.And(*conds), prod, left_out)
 
         return reduce_sum(ctx, out_dtype, n_terms, term)
 

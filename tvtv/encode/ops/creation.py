@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float, numpy_dtype
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, out_type, tensor_arg
@@ -180,7 +181,7 @@ def encode_tril_triu(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     def elem(ix: list[Index]) -> z3.ExprRef:
         d = _diag_offset(ix)
         keep = d <= kk if lower else d >= kk          # signed comparisons
-        return z3.If(keep, x.at_multi(ix), zero)
+        return zf.If(keep, x.at_multi(ix), zero)
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 
@@ -193,7 +194,7 @@ def _eye(ctx: EncodeContext, ty: TensorType, k: int) -> Tensor:
     dom = ctx.dom(ty.dtype)
     one, zero = dom.one(), dom.zero()
     return Tensor.from_fn(ty.shape, ty.dtype,
-                          lambda ix: z3.If(_diag_offset(ix) == kk, one, zero))
+                          lambda ix: zf.If(_diag_offset(ix) == kk, one, zero))
 
 
 @register("relax.eye")
@@ -263,7 +264,7 @@ def encode_one_hot(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         raw = _index_value(ind.at_multi(ix[:a] + ix[a + 1:]), ind.dtype)
-        return z3.If(raw == _wide(ix[a]), on_v, off_v)
+        return zf.If(raw == _wide(ix[a]), on_v, off_v)
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float, is_int
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.context import EncodeContext
@@ -94,16 +95,16 @@ def _require(ok: bool, call: OpCall, dtype: str) -> None:
 
 def _signbit(dom: ScalarDomain, x: Term) -> z3.BoolRef:
     """C's signbit for non-NaN floats: x < 0 or x is -0.0."""
-    return z3.Or(dom.lt(x, dom.zero()), dom.same(x, dom.const(-0.0)))
+    return zf.Or(dom.lt(x, dom.zero()), dom.same(x, dom.const(-0.0)))
 
 
 def _copysign_zero(dom: ScalarDomain, y: Term) -> Term:
     """copysign(0, y) for non-NaN y."""
-    return z3.If(_signbit(dom, y), dom.const(-0.0), dom.zero())
+    return zf.If(_signbit(dom, y), dom.const(-0.0), dom.zero())
 
 
 def _signed(dom: ScalarDomain, negative: z3.BoolRef, value: Term) -> Term:
-    return z3.If(negative, dom.neg(value), value)
+    return zf.If(negative, dom.neg(value), value)
 
 
 def _unary_map(ctx: EncodeContext, call: OpCall, args: list[Value],
@@ -187,17 +188,17 @@ def fmod(dom: ScalarDomain, a: Term, b: Term) -> Term:
     """
     if isinstance(a.sort(), z3.FPSortRef):
         r = z3.fpRem(a, b)
-        adj = z3.If(z3.fpIsNegative(a), z3.fpNeg(z3.fpAbs(b)), z3.fpAbs(b))
-        fix = z3.And(z3.Not(z3.fpIsZero(r)), z3.Not(z3.fpIsNaN(r)),
+        adj = zf.If(z3.fpIsNegative(a), z3.fpNeg(z3.fpAbs(b)), z3.fpAbs(b))
+        fix = zf.And(zf.Not(z3.fpIsZero(r)), zf.Not(z3.fpIsNaN(r)),
                      z3.fpIsNegative(r) != z3.fpIsNegative(a))
-        return z3.If(fix, z3.fpAdd(z3.RNE(), r, adj), r)
+        return zf.If(fix, z3.fpAdd(z3.RNE(), r, adj), r)
     zero = dom.zero()
     f = dom.abs(dom.binary("fmod", a, b))
     abs_a, abs_b = dom.abs(a), dom.abs(b)
-    nan = z3.Or(dom.is_nan(a), dom.is_nan(b), dom.is_inf(a), dom.eq(b, zero))
-    return z3.If(nan, dom.nan(),
-           z3.If(z3.Or(dom.is_inf(b), dom.eq(a, zero), dom.lt(abs_a, abs_b)), a,
-           z3.If(dom.eq(abs_a, abs_b), dom.mul(a, zero),          # ±0 with a's sign
+    nan = zf.Or(dom.is_nan(a), dom.is_nan(b), dom.is_inf(a), dom.eq(b, zero))
+    return zf.If(nan, dom.nan(),
+           zf.If(zf.Or(dom.is_inf(b), dom.eq(a, zero), dom.lt(abs_a, abs_b)), a,
+           zf.If(dom.eq(abs_a, abs_b), dom.mul(a, zero),          # ±0 with a's sign
                  _signed(dom, dom.lt(a, zero), f))))
 
 
@@ -217,14 +218,14 @@ def np_divmod(dom: ScalarDomain, a: Term, b: Term) -> tuple[Term, Term]:
     quotient = dom.div(a, b)
     div = dom.div(dom.sub(a, mod), b)
     mod_nonzero = dom.truthy(mod)                               # C truthiness: NaN is true
-    flip = z3.And(mod_nonzero, dom.lt(b, zero) != dom.lt(mod, zero))
-    div = z3.If(flip, dom.sub(div, one), div)
-    mod_out = z3.If(mod_nonzero, z3.If(flip, dom.add(mod, b), mod), _copysign_zero(dom, b))
+    flip = zf.And(mod_nonzero, dom.lt(b, zero) != dom.lt(mod, zero))
+    div = zf.If(flip, dom.sub(div, one), div)
+    mod_out = zf.If(mod_nonzero, zf.If(flip, dom.add(mod, b), mod), _copysign_zero(dom, b))
     fl = dom.unary("floor", div)
-    snapped = z3.If(dom.gt(dom.sub(div, fl), dom.const(0.5)), dom.add(fl, one), fl)
-    floordiv = z3.If(dom.truthy(div), snapped, _copysign_zero(dom, quotient))
+    snapped = zf.If(dom.gt(dom.sub(div, fl), dom.const(0.5)), dom.add(fl, one), fl)
+    floordiv = zf.If(dom.truthy(div), snapped, _copysign_zero(dom, quotient))
     b_zero = dom.eq(b, zero)
-    return z3.If(b_zero, quotient, floordiv), z3.If(b_zero, mod, mod_out)
+    return zf.If(b_zero, quotient, floordiv), zf.If(b_zero, mod, mod_out)
 
 
 def _via_float32(ctx: EncodeContext, dtype: str,
@@ -295,8 +296,8 @@ def _is_odd_integer(dom: ScalarDomain, y: Term) -> z3.BoolRef:
     """y is a finite odd integer: floor(y) = y and floor(y / 2) ≠ y / 2 (y / 2 is exact for
     odd integers, and every float of magnitude ≥ 2^p is even)."""
     half = dom.div(y, dom.const(2.0))
-    return z3.And(z3.Not(dom.is_inf(y)), dom.eq(dom.unary("floor", y), y),
-                  z3.Not(dom.eq(dom.unary("floor", half), half)))
+    return zf.And(zf.Not(dom.is_inf(y)), dom.eq(dom.unary("floor", y), y),
+                  zf.Not(dom.eq(dom.unary("floor", half), half)))
 
 
 def pow_float(dom: ScalarDomain, x: Term, y: Term) -> Term:
@@ -312,22 +313,22 @@ def pow_float(dom: ScalarDomain, x: Term, y: Term) -> Term:
     is_integer = dom.eq(dom.unary("floor", y), y)
     # listed from the most specific; the model's own cases (y = ±0, x = +1) come first
     cases: list[tuple[z3.BoolRef, Term]] = [
-        (z3.Or(dom.eq(y, zero), dom.same(x, one)), one),
-        (z3.Or(dom.is_nan(x), dom.is_nan(y)), nan),
-        (z3.And(dom.same(x, dom.const(-1.0)), dom.is_inf(y)), one),
-        (z3.And(dom.same(y, inf), dom.lt(ax, one)), pz),
-        (z3.And(dom.same(y, inf), dom.gt(ax, one)), inf),
-        (z3.And(dom.same(y, ninf), dom.lt(ax, one)), inf),
-        (z3.And(dom.same(y, ninf), dom.gt(ax, one)), pz),
-        (dom.same(x, inf), z3.If(y_neg, pz, inf)),
-        (dom.same(x, ninf), z3.If(y_neg, z3.If(odd, nz, pz), z3.If(odd, ninf, inf))),
-        (dom.same(x, pz), z3.If(y_neg, inf, pz)),
-        (dom.same(x, nz), z3.If(y_neg, z3.If(odd, ninf, inf), z3.If(odd, nz, pz))),
-        (z3.And(dom.lt(x, zero), z3.Not(is_integer)), nan),   # finite x < 0, finite non-integer y
+        (zf.Or(dom.eq(y, zero), dom.same(x, one)), one),
+        (zf.Or(dom.is_nan(x), dom.is_nan(y)), nan),
+        (zf.And(dom.same(x, dom.const(-1.0)), dom.is_inf(y)), one),
+        (zf.And(dom.same(y, inf), dom.lt(ax, one)), pz),
+        (zf.And(dom.same(y, inf), dom.gt(ax, one)), inf),
+        (zf.And(dom.same(y, ninf), dom.lt(ax, one)), inf),
+        (zf.And(dom.same(y, ninf), dom.gt(ax, one)), pz),
+        (dom.same(x, inf), zf.If(y_neg, pz, inf)),
+        (dom.same(x, ninf), zf.If(y_neg, zf.If(odd, nz, pz), zf.If(odd, ninf, inf))),
+        (dom.same(x, pz), zf.If(y_neg, inf, pz)),
+        (dom.same(x, nz), zf.If(y_neg, zf.If(odd, ninf, inf), zf.If(odd, nz, pz))),
+        (zf.And(dom.lt(x, zero), zf.Not(is_integer)), nan),   # finite x < 0, finite non-integer y
     ]
     result = base
     for cond, value in reversed(cases):
-        result = z3.If(cond, value, result)
+        result = zf.If(cond, value, result)
     return result
 
 
@@ -350,17 +351,17 @@ def atan2_float(dom: ScalarDomain, y: Term, x: Term) -> Term:
     pi, half_pi = math.pi, math.pi / 2
 
     def pm(v: float) -> Term:     # ±v with y's sign
-        return z3.If(_signbit(dom, y), dom.const(-v), dom.const(v))
+        return zf.If(_signbit(dom, y), dom.const(-v), dom.const(v))
     x_neg = _signbit(dom, x)      # x < 0 or x = -0
     general = _signed(dom, _signbit(dom, y), dom.binary("atan2", dom.abs(y), x))
     inf, ninf = dom.const(math.inf), dom.const(-math.inf)
-    return z3.If(z3.Or(dom.is_nan(x), dom.is_nan(y)), dom.nan(),
-           z3.If(dom.eq(y, zero), z3.If(x_neg, pm(pi), y),
-           z3.If(dom.is_inf(y), z3.If(dom.same(x, inf), pm(pi / 4),
-                                z3.If(dom.same(x, ninf), pm(3 * pi / 4), pm(half_pi))),
-           z3.If(dom.eq(x, zero), pm(half_pi),
-           z3.If(dom.same(x, inf), dom.mul(y, zero),          # ±0 with y's sign
-           z3.If(dom.same(x, ninf), pm(pi), general))))))
+    return zf.If(zf.Or(dom.is_nan(x), dom.is_nan(y)), dom.nan(),
+           zf.If(dom.eq(y, zero), zf.If(x_neg, pm(pi), y),
+           zf.If(dom.is_inf(y), zf.If(dom.same(x, inf), pm(pi / 4),
+                                zf.If(dom.same(x, ninf), pm(3 * pi / 4), pm(half_pi))),
+           zf.If(dom.eq(x, zero), pm(half_pi),
+           zf.If(dom.same(x, inf), dom.mul(y, zero),          # ±0 with y's sign
+           zf.If(dom.same(x, ninf), pm(pi), general))))))
 
 
 @register("relax.atan2")
@@ -380,12 +381,12 @@ def log_add_exp_float(dom: ScalarDomain, a: Term, b: Term) -> Term:
     and inf, inf gives inf); +inf wins; x, -inf gives x + 0.0 (so -0.0 becomes +0.0);
     otherwise a commutative uninterpreted function."""
     ninf, zero = dom.const(-math.inf), dom.zero()
-    return z3.If(z3.Or(dom.is_nan(a), dom.is_nan(b)), dom.nan(),
-           z3.If(dom.eq(a, b), dom.add(a, dom.const(math.log(2.0))),
-           z3.If(z3.Or(dom.same(a, dom.const(math.inf)), dom.same(b, dom.const(math.inf))),
+    return zf.If(zf.Or(dom.is_nan(a), dom.is_nan(b)), dom.nan(),
+           zf.If(dom.eq(a, b), dom.add(a, dom.const(math.log(2.0))),
+           zf.If(zf.Or(dom.same(a, dom.const(math.inf)), dom.same(b, dom.const(math.inf))),
                  dom.const(math.inf),
-           z3.If(dom.same(b, ninf), dom.add(a, zero),
-           z3.If(dom.same(a, ninf), dom.add(b, zero),
+           zf.If(dom.same(b, ninf), dom.add(a, zero),
+           zf.If(dom.same(a, ninf), dom.add(b, zero),
                  dom.binary("log_add_exp", a, b))))))
 
 
@@ -435,7 +436,7 @@ def encode_shift(ctx: EncodeContext, call: OpCall, args: list) -> object:
 
     def shift(dom: ScalarDomain, a: Term, b: Term) -> Term:
         width = dom.const(bits)
-        bad = z3.Or(b < 0, b >= width) if signed else z3.UGE(b, width)
+        bad = zf.Or(b < 0, b >= width) if signed else z3.UGE(b, width)
         ctx.add_ub(bad, f"{_short(call)} by an amount outside [0, {bits})")
         if left:
             return a << b
@@ -493,7 +494,7 @@ ZERO_SIGN_DROPPED = ("tanh", "atanh")
 
 def plus_zero(dom: ScalarDomain, v: Term) -> Term:
     """`v` with -0 replaced by +0."""
-    return z3.If(v == dom.const(-0.0), dom.const(0.0), v)
+    return zf.If(v == dom.const(-0.0), dom.const(0.0), v)
 
 
 @register(*(f"relax.{n}" for n in _ROUNDING))
@@ -536,9 +537,9 @@ def encode_square(ctx: EncodeContext, call: OpCall, args: list) -> object:
 def _sign(dom: ScalarDomain, v: Term) -> Term:
     zero, one = dom.zero(), dom.one()
     if is_int(dom.dtype) and not INT_FORMATS[dom.dtype][1]:
-        return z3.If(v == 0, zero, one)
-    r = z3.If(dom.gt(v, zero), one, z3.If(dom.lt(v, zero), dom.neg(one), zero))
-    return z3.If(dom.is_nan(v), dom.nan(), r) if is_float(dom.dtype) else r
+        return zf.If(v == 0, zero, one)
+    r = zf.If(dom.gt(v, zero), one, zf.If(dom.lt(v, zero), dom.neg(one), zero))
+    return zf.If(dom.is_nan(v), dom.nan(), r) if is_float(dom.dtype) else r
 
 
 @register("relax.sign")
@@ -552,7 +553,7 @@ def encode_sign(ctx: EncodeContext, call: OpCall, args: list) -> object:
 _CLASSIFY = {
     "relax.isnan": lambda dom, v: dom.is_nan(v),
     "relax.isinf": lambda dom, v: dom.is_inf(v),
-    "relax.isfinite": lambda dom, v: z3.Not(z3.Or(dom.is_nan(v), dom.is_inf(v))),
+    "relax.isfinite": lambda dom, v: zf.Not(zf.Or(dom.is_nan(v), dom.is_inf(v))),
 }
 
 
@@ -568,7 +569,7 @@ def encode_bitwise_not(ctx: EncodeContext, call: OpCall, args: list) -> object:
     x = tensor_arg(args, 0, call)
     _require(is_int(x.dtype) or is_bool(x.dtype), call, x.dtype)
     return _unary_map(ctx, call, args,
-                      lambda dom, v: z3.Not(v) if is_bool(dom.dtype) else ~v)
+                      lambda dom, v: zf.Not(v) if is_bool(dom.dtype) else ~v)
 
 
 @register("relax.logical_not")
@@ -576,7 +577,7 @@ def encode_logical_not(ctx: EncodeContext, call: OpCall, args: list) -> object:
     """Logical not of a bool tensor; other dtypes unsupported (Relax keeps their dtype, TVM cannot compile them)."""
     x = tensor_arg(args, 0, call)
     _require(is_bool(x.dtype), call, x.dtype)
-    return _unary_map(ctx, call, args, lambda dom, v: z3.Not(v))
+    return _unary_map(ctx, call, args, lambda dom, v: zf.Not(v))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,7 +591,7 @@ def encode_where(ctx: EncodeContext, call: OpCall, args: list) -> object:
     if not is_bool(cond.dtype):
         raise Unsupported(f"where with a {cond.dtype} condition")
     x1, x2 = _operand(ctx, args, 1, call, ty.dtype), _operand(ctx, args, 2, call, ty.dtype)
-    return elementwise(ty.shape, ty.dtype, [cond, x1, x2], lambda c, a, b: z3.If(c, a, b))
+    return elementwise(ty.shape, ty.dtype, [cond, x1, x2], lambda c, a, b: zf.If(c, a, b))
 
 
 def _clip_bound(ctx: EncodeContext, v: Value, dtype: str, which: str) -> Term:
@@ -645,11 +646,11 @@ def encode_clip(ctx: EncodeContext, call: OpCall, args: list) -> object:
         and None not in bounds and float(bounds[0]) <= float(bounds[1])
 
     def clip(v: Term) -> Term:
-        t = z3.If(dom.lt(v, lo), lo, v)
-        r = z3.If(dom.gt(t, hi), hi, t)
+        t = zf.If(dom.lt(v, lo), lo, v)
+        r = zf.If(dom.gt(t, hi), hi, t)
         if tvm_zero_sign:
-            m = z3.If(dom.lt(v, hi), v, hi)
-            r = z3.If(dom.eq(r, dom.const(0.0)), z3.If(dom.gt(m, lo), m, lo), r)
+            m = zf.If(dom.lt(v, hi), v, hi)
+            r = zf.If(dom.eq(r, dom.const(0.0)), zf.If(dom.gt(m, lo), m, lo), r)
         return r
     return elementwise(ty.shape, ty.dtype, [x], clip)
 
@@ -697,7 +698,7 @@ def encode_leakyrelu(ctx: EncodeContext, call: OpCall, args: list) -> object:
     The doc's formula max(x, 0) + alpha * min(x, 0) agrees except on signed zeros.
     """
     alpha = float(call.attrs.get("alpha", 0.01))
-    return _float_unary(ctx, call, args, lambda dom, v: z3.If(
+    return _float_unary(ctx, call, args, lambda dom, v: zf.If(
         dom.gt(v, dom.zero()), v, dom.mul(dom.const(alpha), v)))
 
 
@@ -724,7 +725,7 @@ def encode_prelu(ctx: EncodeContext, call: OpCall, args: list) -> object:
     def elem(ix: list) -> Term:
         v = x.at(ravel(ix, x.shape))
         a = alpha.at(ix[axis]) if per_channel else alpha.at(0)
-        return z3.If(dom.gt(v, dom.zero()), v, dom.mul(a, v))
+        return zf.If(dom.gt(v, dom.zero()), v, dom.mul(a, v))
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 
@@ -773,7 +774,7 @@ SELU_SCALE = 1.0507009873554804934193349852946
 def selu(dom: ScalarDomain, x: Term) -> Term:
     """scale * (x if x > 0 else alpha * (exp(x) - 1))."""
     neg = dom.mul(dom.const(SELU_ALPHA), dom.sub(dom.unary("exp", x), dom.one()))
-    return dom.mul(dom.const(SELU_SCALE), z3.If(dom.gt(x, dom.zero()), x, neg))
+    return dom.mul(dom.const(SELU_SCALE), zf.If(dom.gt(x, dom.zero()), x, neg))
 
 
 @register("relax.nn.selu")
@@ -791,7 +792,7 @@ def softplus(dom: ScalarDomain, x: Term, beta: float, threshold: float) -> Term:
     bx = dom.mul(b, x)
     smooth = dom.mul(dom.div(dom.one(), b),
                      dom.unary("log", dom.add(dom.one(), dom.unary("exp", bx))))
-    return z3.If(dom.gt(bx, dom.const(threshold)), x, smooth)
+    return zf.If(dom.gt(bx, dom.const(threshold)), x, smooth)
 
 
 @register("relax.nn.softplus")

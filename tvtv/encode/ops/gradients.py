@@ -32,6 +32,7 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_float, is_int
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
@@ -136,7 +137,7 @@ def encode_take_backward(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
     if g.numel > 0:
         def bad_at(k: Index) -> z3.BoolRef:
             v = index_value(ind.at(k), ind.dtype, call.op)
-            return z3.Or(v < zero65, v >= wide_n)
+            return zf.Or(v < zero65, v >= wide_n)
         add_ub_for_some(ctx, L, bad_at, f"take_backward with an index outside [0, {n})",
                         "take_backward_k")
     zero = ctx.dom(x.dtype).zero()
@@ -148,7 +149,7 @@ def encode_take_backward(ctx: EncodeContext, call: OpCall, args: list) -> Tensor
         def term(r: Index) -> z3.ExprRef:
             l = z3.simplify(r).as_long()
             hit = index_value(ind.at(l), ind.dtype, call.op) == here
-            return z3.If(hit, g.at_multi(pre + unravel(idx(l), ind.shape) + post), zero)
+            return zf.If(hit, g.at_multi(pre + unravel(idx(l), ind.shape) + post), zero)
         return reduction.reduce_sum(ctx, x.dtype, L, term)
 
     if L == 0 or n == 0:
@@ -218,7 +219,7 @@ def encode_nll_loss_backward(ctx: EncodeContext, call: OpCall, args: list) -> Te
 
     def bad_at(k: Index) -> z3.BoolRef:
         t = index_value(tgt.at(k), tgt.dtype, call.op)
-        return z3.And(t != wide_ign, z3.Or(t < zero65, t >= wide_c))
+        return zf.And(t != wide_ign, zf.Or(t < zero65, t >= wide_c))
     add_ub_for_some(ctx, tgt.numel, bad_at, f"nll_loss_backward with a target outside "
                     f"[0, {C}) other than ignore_index {ignore}", "nll_loss_backward_k")
 
@@ -229,7 +230,7 @@ def encode_nll_loss_backward(ctx: EncodeContext, call: OpCall, args: list) -> Te
     if kind == "mean":
         def weight_term(r: Index) -> z3.ExprRef:
             t = index_value(tgt.at(r), tgt.dtype, call.op)
-            return z3.If(t == wide_ign, dom.const(0.0), weight(t))
+            return zf.If(t == wide_ign, dom.const(0.0), weight(t))
         divisor = reduction.reduce_sum(ctx, p.dtype, tgt.numel, weight_term)
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -240,8 +241,8 @@ def encode_nll_loss_backward(ctx: EncodeContext, call: OpCall, args: list) -> Te
         if divisor is not None:
             q = dom.div(q, divisor)
         value = dom.neg(q) if w is None else dom.mul(dom.neg(weight(t)), q)
-        hit = z3.And(t != wide_ign, t == z3.ZeroExt(65 - INDEX_BITS, c))
-        return z3.If(hit, value, dom.const(0.0))
+        hit = zf.And(t != wide_ign, t == z3.ZeroExt(65 - INDEX_BITS, c))
+        return zf.If(hit, value, dom.const(0.0))
 
     return checked_result(call, Tensor.from_fn(p.shape, p.dtype, elem))
 
@@ -318,9 +319,9 @@ class _GradWindow:
                 out = zero
                 for conds, v in reversed(found):
                     v = dom.add(zero, v)
-                    out = z3.If(z3.And(*conds), v, out) if conds else v
+                    out = zf.If(zf.And(*conds), v, out) if conds else v
                 return out
-            terms = [z3.If(z3.And(*conds), v, zero) if conds else v for conds, v in found]
+            terms = [zf.If(zf.And(*conds), v, zero) if conds else v for conds, v in found]
             if not terms:
                 return zero
             return reduction.reduce_sum(ctx, x.dtype, len(terms),
@@ -365,17 +366,17 @@ def encode_max_pool2d_backward(ctx: EncodeContext, call: OpCall, args: list) -> 
             pos = win.taps(sp, idx(r))
             conds = win.inside(pos)
             v = win.input_at(nb, c, pos)
-            take = z3.Or(sel == none, dom.gt(v, best), dom.is_nan(v))
+            take = zf.Or(sel == none, dom.gt(v, best), dom.is_nan(v))
             if conds:
-                take = z3.And(z3.And(*conds), take)
-            sel, best = z3.If(take, idx(r), sel), z3.If(take, v, best)
+                take = zf.And(zf.And(*conds), take)
+            sel, best = zf.If(take, idx(r), sel), zf.If(take, v, best)
         return sel
 
     choice = Tensor.from_fn(canonical_shape(win.shape, win.out_layout, win.canon), "int32", selected)
 
     def contribution(nc: list[Index], r: int, o: list[Index]) -> z3.ExprRef:
         at = nc + o
-        return z3.If(choice.at_multi(at) == idx(r), gw.read_g(at), dom.const(0.0))
+        return zf.If(choice.at_multi(at) == idx(r), gw.read_g(at), dom.const(0.0))
 
     return checked_result(call, gw.gradient(ctx, contribution))
 

@@ -53,6 +53,7 @@ from typing import Callable, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import checked_result, out_type, tensor_arg
@@ -195,8 +196,8 @@ def table(values: Sequence[z3.ExprRef], sort: z3.SortRef) -> Callable[[z3.BitVec
     arr = z3.K(INDEX, first)
     for k, v in enumerate(values):
         if not z3.eq(v, first):
-            arr = z3.Store(arr, idx(k), v)
-    return lambda p: z3.Select(arr, p)
+            arr = zf.Store(arr, idx(k), v)
+    return lambda p: zf.Select(arr, p)
 
 
 def index_table(ints: Sequence[int]) -> Callable[[z3.BitVecRef], z3.ExprRef]:
@@ -513,9 +514,9 @@ def encode_grid_sample(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
     def clip(v: z3.ExprRef, size: int) -> z3.ExprRef:
         # topi's te.max/te.min: `a > b ? a : b`, `a < b ? a : b`
-        lo = z3.If(dom.gt(v, const(0.0)), v, const(0.0))
+        lo = zf.If(dom.gt(v, const(0.0)), v, const(0.0))
         hi = const(float(size - 1))
-        return z3.If(dom.lt(lo, hi), lo, hi)
+        return zf.If(dom.lt(lo, hi), lo, hi)
 
     def source(g: z3.ExprRef, size: int) -> z3.ExprRef:
         c = unnormalize(g, size)
@@ -525,16 +526,16 @@ def encode_grid_sample(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
             dx: int) -> z3.ExprRef:
         """data[nb, c, yi + dy, xi + dx] (yi, xi int64 terms) inside the input, else 0.0;
         "inside" written as -d <= i < size - d (the same test, in topi's simplified form)."""
-        inside = z3.And(i64.le(i64.const(-dy), yi), i64.le(i64.const(-dx), xi),
+        inside = zf.And(i64.le(i64.const(-dy), yi), i64.le(i64.const(-dx), xi),
                         i64.lt(yi, i64.const(h_in - dy)), i64.lt(xi, i64.const(w_in - dx)))
         low = lambda v, d: z3.Extract(31, 0, v) + idx(d) if d else z3.Extract(31, 0, v)  # noqa: E731
-        return z3.If(inside, x.at_multi([nb, c, low(yi, dy), low(xi, dx)]), const(0.0))
+        return zf.If(inside, x.at_multi([nb, c, low(yi, dy), low(xi, dx)]), const(0.0))
 
     def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
         nb, c, h, w = ix
         gy, gx = grid.at_multi([nb, idx(1), h, w]), grid.at_multi([nb, idx(0), h, w])
         # a NaN grid value is undefined (the documentation is silent), whatever the padding
-        ctx.add_ub(z3.Or(dom.is_nan(gy), dom.is_nan(gx)), f"{op}: a NaN grid value")
+        ctx.add_ub(zf.Or(dom.is_nan(gy), dom.is_nan(gx)), f"{op}: a NaN grid value")
         ys, xs = source(gy, h_in), source(gx, w_in)
         if method == "nearest":
             ry, rx = dom.unary("round", ys), dom.unary("round", xs)   # nearbyint

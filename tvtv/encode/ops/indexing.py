@@ -35,6 +35,7 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import UB_EXPAND, add_ub_for_some, index_value, tensor_arg
@@ -51,7 +52,7 @@ Index = z3.BitVecRef
 # helpers
 # ------------------------------------------------------------------------------------------------
 def _in_range(v: z3.BitVecRef, n: int) -> z3.BoolRef:
-    return z3.And(v >= z3.BitVecVal(0, 65), v < z3.BitVecVal(n, 65))
+    return zf.And(v >= z3.BitVecVal(0, 65), v < z3.BitVecVal(n, 65))
 
 
 def _position(v: z3.BitVecRef) -> Index:
@@ -91,7 +92,7 @@ def encode_gather_elements(ctx: EncodeContext, call: OpCall, args: list) -> Tens
     ty = checked_type(call, ind.shape, x.dtype)
     n = x.shape[a]
 
-    add_index_ub(ctx, ind, lambda k: z3.Not(_in_range(index_value(ind.at(k), ind.dtype, op), n)),
+    add_index_ub(ctx, ind, lambda k: zf.Not(_in_range(index_value(ind.at(k), ind.dtype, op), n)),
                   f"gather_elements with an index outside [0, {n})", "gather_elements_k")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -128,8 +129,8 @@ def encode_gather_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
     if m > 0 and math.prod(shape) > 0:
         # over the index tuples; each tuple's m coordinates are expanded (m <= rank)
-        add_ub_for_some(ctx, ind.numel // m, lambda p: z3.Or(*[
-            z3.Not(_in_range(index_value(ind.at(p * idx(m) + idx(k)), ind.dtype, op), bounds[k]))
+        add_ub_for_some(ctx, ind.numel // m, lambda p: zf.Or(*[
+            zf.Not(_in_range(index_value(ind.at(p * idx(m) + idx(k)), ind.dtype, op), bounds[k]))
             for k in range(m)]), f"gather_nd with an index outside {bounds}", "gather_nd_p")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
@@ -151,7 +152,7 @@ _INT_REDUCTIONS = {"add": "add", "mul": "mul", "min": "minimum", "max": "maximum
 
 def _wrapped(v: z3.BitVecRef, n: int) -> z3.BitVecRef:
     """ONNX's negative index: v + n for v in [-n, 0) (65 bits, as `index_value`)."""
-    return z3.If(v < z3.BitVecVal(0, 65), v + z3.BitVecVal(n, 65), v)
+    return zf.If(v < z3.BitVecVal(0, 65), v + z3.BitVecVal(n, 65), v)
 
 
 @register("relax.scatter_elements")
@@ -190,7 +191,7 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         return _wrapped(index_value(ind.at(j), ind.dtype, op), n)
 
     # an index outside [-n, n) is UB
-    add_index_ub(ctx, ind, lambda j: z3.Not(z3.And(
+    add_index_ub(ctx, ind, lambda j: zf.Not(zf.And(
         index_value(ind.at(j), ind.dtype, op) >= z3.BitVecVal(-n, 65),
         index_value(ind.at(j), ind.dtype, op) < z3.BitVecVal(n, 65))),
         f"scatter_elements with an index outside [-{n}, {n})", "scatter_elements_k")
@@ -199,12 +200,12 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         stride = math.prod(ind.shape[a + 1:])
         pairs = ind.numel * (K - 1) // 2
         if pairs <= UB_EXPAND:
-            bad = z3.Or(*[target(idx(j)) == target(idx(j + d * stride))
+            bad = zf.Or(*[target(idx(j)) == target(idx(j + d * stride))
                           for j in range(ind.numel) for d in range(1, K - (j // stride) % K)])
         else:
             j, d = z3.BitVec("scatter_elements_j", 32), z3.BitVec("scatter_elements_d", 32)
             pos = z3.URem(z3.UDiv(j, idx(stride)), idx(K))    # j's coordinate on the axis
-            bad = z3.Exists([j, d], z3.And(
+            bad = z3.Exists([j, d], zf.And(
                 z3.ULT(j, idx(ind.numel)), z3.ULT(idx(0), d), z3.ULT(pos + d, idx(K)),
                 target(j) == target(j + d * idx(stride))))
         ctx.add_ub(bad, "scatter_elements (reduction update) with a duplicate index")
@@ -219,11 +220,11 @@ def encode_scatter_elements(ctx: EncodeContext, call: OpCall, args: list) -> Ten
             j = ravel(p, ind.shape)
             hit = target(j) == here
             u = upd.at(j)
-            acc = z3.If(hit, u if reduction == "update"
+            acc = zf.If(hit, u if reduction == "update"
                         else getattr(dom, _INT_REDUCTIONS[reduction])(acc, u), acc)
         inside = [z3.ULT(ix[d], idx(ind.shape[d])) for d in range(x.ndim)
                   if d != a and ind.shape[d] < x.shape[d]]
-        return z3.If(z3.And(*inside), acc, x.at_multi(ix)) if inside else acc
+        return zf.If(zf.And(*inside), acc, x.at_multi(ix)) if inside else acc
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 
@@ -286,17 +287,17 @@ def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         return index_value(ind.at(t * idx(m) + idx(k)), ind.dtype, op)
 
     if P > 0:
-        ctx.add_ub(z3.Or(*[z3.Not(_in_range(coord(idx(t), k), bounds[k]))
+        ctx.add_ub(zf.Or(*[zf.Not(_in_range(coord(idx(t), k), bounds[k]))
                            for t in range(P) for k in range(m)]),
                    f"scatter_nd with an index outside {list(bounds)}")
     if reduction == "update" and P > 1:
         def same(t: Index, t2: Index) -> z3.BoolRef:
-            return z3.And(*[coord(t, k) == coord(t2, k) for k in range(m)])
+            return zf.And(*[coord(t, k) == coord(t2, k) for k in range(m)])
         if P * (P - 1) // 2 <= UB_EXPAND:
-            bad = z3.Or(*[same(idx(t), idx(t2)) for t in range(P) for t2 in range(t + 1, P)])
+            bad = zf.Or(*[same(idx(t), idx(t2)) for t in range(P) for t2 in range(t + 1, P)])
         else:
             t, t2 = z3.BitVec("scatter_nd_t", 32), z3.BitVec("scatter_nd_t2", 32)
-            bad = z3.Exists([t, t2], z3.And(z3.ULT(t, t2), z3.ULT(t2, idx(P)), same(t, t2)))
+            bad = z3.Exists([t, t2], zf.And(z3.ULT(t, t2), z3.ULT(t2, idx(P)), same(t, t2)))
         ctx.add_ub(bad, "scatter_nd (reduction update) with a duplicate index tuple")
 
     tail_size = math.prod(x.shape[m:])
@@ -305,9 +306,9 @@ def encode_scatter_nd(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         acc = x.at_multi(ix)
         tail = ravel(ix[m:], x.shape[m:]) if m < x.ndim else idx(0)
         for t in range(P):
-            hit = z3.And(*[coord(idx(t), k) == z3.ZeroExt(65 - 32, ix[k]) for k in range(m)])
+            hit = zf.And(*[coord(idx(t), k) == z3.ZeroExt(65 - 32, ix[k]) for k in range(m)])
             u = upd.at(idx(t * tail_size) + tail if tail_size != 1 else idx(t))
-            acc = z3.If(hit, u if reduction == "update"
+            acc = zf.If(hit, u if reduction == "update"
                         else getattr(dom, _INT_REDUCTIONS[reduction])(acc, u), acc)
         return acc
     return Tensor.from_fn(ty.shape, ty.dtype, elem)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_float
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
@@ -90,7 +91,7 @@ def encode_nll_loss(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     # UB: a target that is neither ignore_index nor in [0, C)
     def bad_at(k: z3.BitVecRef) -> z3.BoolRef:
         t = index_value(tgt.at(k), tgt.dtype, call.op)
-        return z3.And(z3.Not(ignored(t)), z3.Or(t < zero65, t >= wide_c))
+        return zf.And(zf.Not(ignored(t)), zf.Or(t < zero65, t >= wide_c))
     add_ub_for_some(ctx, tgt.numel, bad_at, f"nll_loss with a target outside [0, {C}) other "
                     f"than ignore_index {ignore}", "nll_loss_k")
 
@@ -101,11 +102,11 @@ def encode_nll_loss(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         t = index_value(tgt.at_multi(ix), tgt.dtype, call.op)
         src = [position(t)] if x.ndim == 1 else [ix[0], position(t)] + list(ix[1:])
         term = dom.mul(dom.neg(x.at_multi(src)), weight_of(t))
-        return z3.If(ignored(t), dom.const(0.0), term)
+        return zf.If(ignored(t), dom.const(0.0), term)
 
     def weight_elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
         t = index_value(tgt.at_multi(ix), tgt.dtype, call.op)
-        return z3.If(ignored(t), dom.const(0.0), weight_of(t))
+        return zf.If(ignored(t), dom.const(0.0), weight_of(t))
 
     loss = Tensor.from_fn(tgt.shape, x.dtype, loss_elem)
     if reduction_kind == "none":

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_bool, is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import add_ub_for_some, index_value, norm_axis, out_type, tensor_arg
@@ -95,7 +96,7 @@ def _select_chain(i: Index, bounds: Sequence[int], pick: Callable[[int], z3.Expr
     """pick(k) for the first k with i < bounds[k] (the last piece needs no test)."""
     result = pick(len(bounds) - 1)
     for k in range(len(bounds) - 2, -1, -1):
-        result = z3.If(z3.ULT(i, idx(bounds[k])), pick(k), result)
+        result = zf.If(z3.ULT(i, idx(bounds[k])), pick(k), result)
     return result
 
 
@@ -414,7 +415,7 @@ def wrapped_position(raw: z3.BitVecRef, dtype: str, n: int) -> z3.BitVecRef | No
     if not signed or n <= 0 or n > (1 << (bits - 2)) or n >= (1 << (INDEX_BITS - 1)):
         return None
     r = z3.SRem(raw, z3.BitVecVal(n, bits))
-    pos = z3.If(r < 0, r + n, r)                      # |r| < n: no overflow
+    pos = zf.If(r < 0, r + n, r)                      # |r| < n: no overflow
     if bits > INDEX_BITS:
         return z3.Extract(INDEX_BITS - 1, 0, pos)
     return z3.ZeroExt(INDEX_BITS - bits, pos) if bits < INDEX_BITS else pos
@@ -451,21 +452,21 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     zero65 = z3.BitVecVal(0, 65)
 
     def in_range(v: z3.BitVecRef) -> z3.BoolRef:
-        return z3.And(v >= zero65, v < N)
+        return zf.And(v >= zero65, v < N)
 
     def position(v: z3.BitVecRef) -> Index:
         if mode == "wrap" and n > 0:
             r = z3.SRem(v, N)
-            v = z3.If(r < zero65, r + N, r)
+            v = zf.If(r < zero65, r + N, r)
         elif mode == "clip" and n > 0:
-            v = z3.If(v < zero65, zero65, z3.If(v >= N, N - 1, v))
+            v = zf.If(v < zero65, zero65, zf.If(v >= N, N - 1, v))
         return z3.Extract(31, 0, v)
 
     if math.prod(shape) > 0 and (mode == "fast" or (n == 0 and mode != "nan")):
         # An index outside [0, n) is UB in "fast" mode, and in "wrap"/"clip" mode when n == 0
         # (there is nothing to wrap or clip to; TVM's type inference allows it).
         def bad_at(k: Index) -> z3.BoolRef:
-            return z3.Not(in_range(index_value(ind.at(k), ind.dtype, "take")))
+            return zf.Not(in_range(index_value(ind.at(k), ind.dtype, "take")))
         add_ub_for_some(ctx, ind.numel, bad_at, f"take (mode={mode}) with an index outside "
                         f"[0, {n})", "take_k")
 
@@ -475,7 +476,7 @@ def encode_take(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         pos = wrapped_position(raw, ind.dtype, n) if mode == "wrap" else None
         src = ix[:a] + [position(v) if pos is None else pos] + ix[a + ind.ndim:]
         got = x.at_multi(src)
-        return z3.If(in_range(v), got, dom.nan()) if mode == "nan" else got
+        return zf.If(in_range(v), got, dom.nan()) if mode == "nan" else got
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 
@@ -599,22 +600,22 @@ def encode_pad(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
                 if b or e:
                     inside.append(z3.ULT(j, idx(d)))   # i - b wraps to a huge value when i < b
             got = x.at_multi(src)
-            return z3.If(z3.And(*inside), got, fill) if inside else got
+            return zf.If(zf.And(*inside), got, fill) if inside else got
         return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
     def source(i: Index, b: int, e: int, d: int) -> Index:
         if b == 0 and e == 0:
             return i
         if mode == "replicate":                       # numpy "edge": clamp into [0, d-1]
-            return z3.If(z3.ULT(i, idx(b)), idx(0),
-                         z3.If(z3.UGE(i, idx(b + d)), idx(d - 1), i - idx(b)))
+            return zf.If(z3.ULT(i, idx(b)), idx(0),
+                         zf.If(z3.UGE(i, idx(b + d)), idx(d - 1), i - idx(b)))
         if mode == "circular":                        # numpy "wrap": (i - b) mod d
             return _urem_shifted(i, b, d)
         if d == 1:                                    # numpy "reflect" of one element repeats it
             return idx(0)
         p = 2 * (d - 1)                               # numpy "reflect": period 2(d-1), no edge repeat
         j = _urem_shifted(i, b, p)
-        return z3.If(z3.ULT(j, idx(d)), j, idx(p) - j)
+        return zf.If(z3.ULT(j, idx(d)), j, idx(p) - j)
 
     return Tensor.from_fn(ty.shape, ty.dtype, lambda ix: x.at_multi(
         [source(i, b, e, d) for i, b, e, d in zip(ix, before, after, x.shape)]))

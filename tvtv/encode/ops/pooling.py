@@ -25,6 +25,7 @@ import math
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float, is_int, numpy_dtype
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import out_type, tensor_arg
@@ -125,7 +126,7 @@ def _max_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
             pos = win.taps(sp, r)
             conds = win.inside(pos)
             v = win.input_at(nb, c, pos)
-            return z3.If(z3.And(*conds), v, pad) if conds else v
+            return zf.If(zf.And(*conds), v, pad) if conds else v
 
         return reduce_fold(ctx, win.dtype, win.n, term, "max")
 
@@ -152,7 +153,7 @@ def _avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
             conds = win.inside(pos)
             v = win.input_at(nb, c, pos)
             # zero padding: a padded tap is a +0.0 term (harmless: the sum starts from +0.0)
-            return z3.If(z3.And(*conds), v, zero) if conds else v
+            return zf.If(zf.And(*conds), v, zero) if conds else v
 
         total = reduce_sum(ctx, win.dtype, win.n, term)
         return divide_by_count(ctx, win, total, sp, include_pad, possible)
@@ -174,7 +175,7 @@ def divide_by_count(ctx: EncodeContext, win: Window, total: z3.ExprRef, sp: list
     count = _count_term(win, sp, include_pad)
     result = _average(ctx, win.dtype, total, possible[-1])
     for cnt in reversed(possible[:-1]):
-        result = z3.If(count == idx(cnt), _average(ctx, win.dtype, total, cnt), result)
+        result = zf.If(count == idx(cnt), _average(ctx, win.dtype, total, cnt), result)
     return result
 
 
@@ -192,7 +193,7 @@ def _count_term(win: Window, sp: list[z3.BitVecRef], include_pad: bool) -> z3.Bi
         n_dim: z3.BitVecRef = idx(0)
         for t in range(k):
             conds = _dim_conds(win, dim, tap(o, t, s, d), include_pad)
-            n_dim = n_dim + (z3.If(z3.And(*conds), idx(1), idx(0)) if conds else idx(1))
+            n_dim = n_dim + (zf.If(zf.And(*conds), idx(1), idx(0)) if conds else idx(1))
         total = n_dim if total is None else total * n_dim
     return total if total is not None else idx(1)
 
@@ -312,9 +313,9 @@ def _adaptive_avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) ->
         classes = _product(sizes)
         result = average(classes[-1])
         for win in reversed(classes[:-1]):
-            cond = z3.And(*[size(o, i, out) == idx(w) for o, i, out, w, opts in
+            cond = zf.And(*[size(o, i, out) == idx(w) for o, i, out, w, opts in
                             zip(sp, in_sz, out_sz, win, sizes) if len(opts) > 1])
-            result = z3.If(cond, average(win), result)
+            result = zf.If(cond, average(win), result)
         return result
 
     return canonical_tensor(ty.shape, out_layout, canon, ty.dtype, element)

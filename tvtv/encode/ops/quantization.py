@@ -22,6 +22,7 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import checked_result, tensor_arg
@@ -123,7 +124,7 @@ def encode_quantize(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         q = dw.div(cast(x.at_multi(ix), x.dtype, wide), cast(s_at(ix), scale.dtype, wide))
         r = cast(dw.unary("round", q), wide, acc)                 # exact widening
         t = da.add(r, cast(z_at(ix), zp.dtype, acc))              # exact where the clamp keeps it
-        clamped = z3.If(da.lt(t, lo), lo, z3.If(da.gt(t, hi), hi, t))
+        clamped = zf.If(da.lt(t, lo), lo, zf.If(da.gt(t, hi), hi, t))
         # an integral value in range: the cast is exact; NaN reaches it unclamped and the
         # model's cast records the UB (float -> int of NaN)
         return cast(clamped, acc, od)
@@ -179,6 +180,6 @@ def encode_dequantize(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     def elem(ix: list[Index]) -> Term:
         d = _difference(ctx, x, zp, x.at_multi(ix), z_at(ix))
         p = f32.mul(d, cast(s_at(ix), scale.dtype, "float32"))
-        clamped = z3.If(f32.lt(p, lo), lo, z3.If(f32.gt(p, hi), hi, p))   # NaN stays NaN
+        clamped = zf.If(f32.lt(p, lo), lo, zf.If(f32.gt(p, hi), hi, p))   # NaN stays NaN
         return cast(clamped, "float32", od)
     return checked_result(call, Tensor.from_fn(x.shape, od, elem))

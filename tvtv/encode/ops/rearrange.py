@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import index_value, out_type, tensor_arg
@@ -161,7 +162,7 @@ def _forward(e: Expr, coords: Sequence[z3.BitVecRef]) -> z3.BitVecRef:
     if e.op == "*":
         return a * b
     # b is a positive constant (checked by `_binop`): floor = truncation adjusted for a < 0
-    q = z3.If(z3.And(a < 0, z3.SRem(a, b) != 0), a / b - 1, a / b)
+    q = zf.If(zf.And(a < 0, z3.SRem(a, b) != 0), a / b - 1, a / b)
     return q if e.op == "//" else a - q * b
 
 
@@ -252,9 +253,9 @@ def encode_layout_transform(ctx: EncodeContext, call: OpCall, args: list) -> Ten
         read = x.at_multi([z3.simplify(z3.Extract(INDEX_BITS - 1, 0, s)) for s in src])
         if pad is None:
             return read
-        mapped = z3.And(*[z3.ULT(s, _wide(d)) for s, d in zip(src, x.shape)],
+        mapped = zf.And(*[z3.ULT(s, _wide(d)) for s, d in zip(src, x.shape)],
                         *[_forward(e, src) == w for e, w in zip(exprs, wide)])
-        return z3.If(mapped, read, pad)
+        return zf.If(mapped, read, pad)
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 
 
@@ -308,14 +309,14 @@ def encode_reverse_sequence(ctx: EncodeContext, call: OpCall, args: list) -> Ten
     def length(k: Index) -> z3.BitVecRef:
         return index_value(lens.at(k), lens.dtype, op)
 
-    add_index_ub(ctx, lens, lambda k: z3.Or(length(k) < zero, length(k) > top),
+    add_index_ub(ctx, lens, lambda k: zf.Or(length(k) < zero, length(k) > top),
                   f"reverse_sequence with a length outside [0, {n}]", "reverse_sequence_k")
 
     def elem(ix: list[Index]) -> z3.ExprRef:
         L = length(ix[b])
         i = z3.ZeroExt(65 - INDEX_BITS, ix[s])
         src = list(ix)
-        src[s] = z3.If(i < L, z3.Extract(INDEX_BITS - 1, 0, L - 1 - i), ix[s])
+        src[s] = zf.If(i < L, z3.Extract(INDEX_BITS - 1, 0, L - 1 - i), ix[s])
         return x.at_multi(src)
     return Tensor.from_fn(ty.shape, ty.dtype, elem)
 

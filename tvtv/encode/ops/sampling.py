@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, is_float
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import (add_ub_for_some, checked_result, index_result_dtype,
@@ -51,7 +52,7 @@ def _check_shapes(call: OpCall, prob: Tensor, u: Tensor, s: Tensor) -> None:
 
 def _in_unit(dom: object, v: Term) -> z3.BoolRef:
     """0 <= v <= 1 (false for NaN; -0.0 is in)."""
-    return z3.And(dom.le(dom.zero(), v), dom.le(v, dom.one()))
+    return zf.And(dom.le(dom.zero(), v), dom.le(v, dom.one()))
 
 
 def _add_ub(ctx: EncodeContext, prob: Tensor, u: Tensor, s: Tensor, op: str) -> None:
@@ -59,20 +60,20 @@ def _add_ub(ctx: EncodeContext, prob: Tensor, u: Tensor, s: Tensor, op: str) -> 
     [0, batch)."""
     batch = prob.shape[0]
     pd, ud = ctx.dom(prob.dtype), ctx.dom(u.dtype)
-    add_ub_for_some(ctx, s.numel, lambda k: z3.Not(_row_ok(s.at(k), s.dtype, batch, op)),
+    add_ub_for_some(ctx, s.numel, lambda k: zf.Not(_row_ok(s.at(k), s.dtype, batch, op)),
                     f"multinomial_from_uniform with a sample index outside [0, {batch})",
                     "multinomial_s_k")
-    add_ub_for_some(ctx, prob.numel, lambda k: z3.Not(_in_unit(pd, prob.at(k))),
+    add_ub_for_some(ctx, prob.numel, lambda k: zf.Not(_in_unit(pd, prob.at(k))),
                     "multinomial_from_uniform with a probability outside [0, 1] (or NaN)",
                     "multinomial_p_k")
-    add_ub_for_some(ctx, u.numel, lambda k: z3.Not(_in_unit(ud, u.at(k))),
+    add_ub_for_some(ctx, u.numel, lambda k: zf.Not(_in_unit(ud, u.at(k))),
                     "multinomial_from_uniform with a uniform sample outside [0, 1] (or NaN)",
                     "multinomial_u_k")
 
 
 def _row_ok(v: Term, dtype: str, batch: int, op: str) -> z3.BoolRef:
     r = index_value(v, dtype, op)
-    return z3.And(r >= z3.BitVecVal(0, 65), r < z3.BitVecVal(batch, 65))
+    return zf.And(r >= z3.BitVecVal(0, 65), r < z3.BitVecVal(batch, 65))
 
 
 @register("relax.multinomial_from_uniform")
@@ -112,7 +113,7 @@ def encode_multinomial_from_uniform(ctx: EncodeContext, call: OpCall, args: list
             cums.append(acc)
         out: Term = odom.const(vocab - 1)
         for k in range(vocab - 2, -1, -1):
-            out = z3.If(pd.lt(sample, cums[k]), odom.const(k), out)
+            out = zf.If(pd.lt(sample, cums[k]), odom.const(k), out)
         return out
 
     result = Tensor.from_flat(u.shape, od, elem)

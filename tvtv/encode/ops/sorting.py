@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float, is_int
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.encode.context import EncodeContext
@@ -56,7 +57,7 @@ def _before(dom: ScalarDomain, descending: bool) -> Callable[[Term, Term], z3.Bo
     def less(a: Term, b: Term) -> z3.BoolRef:
         if not is_float(dom.dtype):
             return dom.lt(a, b)
-        return z3.Or(dom.lt(a, b), z3.And(z3.Not(dom.is_nan(a)), dom.is_nan(b)))
+        return zf.Or(dom.lt(a, b), zf.And(zf.Not(dom.is_nan(a)), dom.is_nan(b)))
     return (lambda a, b: less(b, a)) if descending else less
 
 
@@ -66,7 +67,7 @@ def stable_ranks(dom: ScalarDomain, terms: Sequence[Term], descending: bool) -> 
     one, zero = idx(1), idx(0)
     ranks = []
     for i, xi in enumerate(terms):
-        flags = [z3.If(z3.Not(before(xi, xm)) if m < i else before(xm, xi), one, zero)
+        flags = [zf.If(zf.Not(before(xi, xm)) if m < i else before(xm, xi), one, zero)
                  for m, xm in enumerate(terms) if m != i]
         ranks.append(z3.Sum(*flags) if len(flags) > 1 else (flags[0] if flags else zero))
     return ranks
@@ -76,7 +77,7 @@ def pick(ranks: Sequence[Index], j: Index, options: Sequence[Term]) -> Term:
     """options[i] for the i with ranks[i] == j (the ranks are a permutation of 0..n-1)."""
     out = options[-1]
     for i in range(len(options) - 2, -1, -1):
-        out = z3.If(ranks[i] == j, options[i], out)
+        out = zf.If(ranks[i] == j, options[i], out)
     return out
 
 
@@ -237,9 +238,9 @@ def _median_of(ctx: EncodeContext, row: list[Term], dtype: str, index_dtype: str
     if not is_float(dtype):
         return out
     if index_dtype is None:
-        return z3.If(z3.Or(*[dom.is_nan(t) for t in row]), dom.nan(), out)
+        return zf.If(zf.Or(*[dom.is_nan(t) for t in row]), dom.nan(), out)
     for m in range(n - 1, -1, -1):          # the first NaN wins
-        out = z3.If(dom.is_nan(row[m]), options[m], out)
+        out = zf.If(dom.is_nan(row[m]), options[m], out)
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_bool, is_float, is_int
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
@@ -363,7 +364,7 @@ def encode_cumulative(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
         j = ix[axis]
         out = prefixes[-1] if prefixes else identity
         for k in range(len(prefixes) - 2, -1, -1):
-            out = z3.If(j == idx(k), prefixes[k], out)
+            out = zf.If(j == idx(k), prefixes[k], out)
         return out
 
     return _check_shape(call, Tensor.from_fn(shape, dtype, elem))

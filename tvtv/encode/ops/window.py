@@ -21,6 +21,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.common import checked_result, concrete
@@ -131,6 +132,6 @@ def encode_hamming_window(ctx: EncodeContext, call: OpCall, args: list) -> Tenso
     elems = [_element(ctx, angle(k, m, wdtype), alpha, beta, wdtype, dtype) for k in range(n)]
     arr = z3.K(INDEX, elems[0])
     for k, e in enumerate(elems[1:], start=1):
-        arr = z3.Store(arr, idx(k), e)
+        arr = zf.Store(arr, idx(k), e)
     return checked_result(call, Tensor((n,), dtype, arr))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.encode.tensor import INDEX_BITS, idx
 from tvtv.errors import Unsupported
 
@@ -92,7 +93,7 @@ def floordiv(a: Ix, b: Ix) -> Ix:
     if a.nonneg:
         return _mk(z3.UDiv(a.term, idx(d)), a.lo // d, a.hi // d, "floordiv")
     q = a.term / idx(d)                               # bvsdiv truncates toward zero
-    t = z3.If(z3.And(z3.SRem(a.term, idx(d)) != 0, a.term < 0), q - 1, q)
+    t = zf.If(zf.And(z3.SRem(a.term, idx(d)) != 0, a.term < 0), q - 1, q)
     return _mk(t, a.lo // d, a.hi // d, "floordiv")
 
 
@@ -103,7 +104,7 @@ def floormod(a: Ix, b: Ix) -> Ix:
     if a.nonneg:
         return _mk(z3.URem(a.term, idx(d)), 0, min(d - 1, a.hi), "floormod")
     r = z3.SRem(a.term, idx(d))
-    return _mk(z3.If(r < 0, r + idx(d), r), 0, d - 1, "floormod")
+    return _mk(zf.If(r < 0, r + idx(d), r), 0, d - 1, "floormod")
 
 
 def truncdiv(a: Ix, b: Ix) -> Ix:
@@ -126,7 +127,7 @@ def minimum(a: Ix, b: Ix) -> Ix:
         return a
     if b.hi <= a.lo:
         return b
-    return _mk(z3.If(lt(a, b), a.term, b.term), min(a.lo, b.lo), min(a.hi, b.hi), "min")
+    return _mk(zf.If(lt(a, b), a.term, b.term), min(a.lo, b.lo), min(a.hi, b.hi), "min")
 
 
 def maximum(a: Ix, b: Ix) -> Ix:
@@ -134,7 +135,7 @@ def maximum(a: Ix, b: Ix) -> Ix:
         return a
     if b.lo >= a.hi:
         return b
-    return _mk(z3.If(lt(b, a), a.term, b.term), max(a.lo, b.lo), max(a.hi, b.hi), "max")
+    return _mk(zf.If(lt(b, a), a.term, b.term), max(a.lo, b.lo), max(a.hi, b.hi), "max")
 
 
 def select(c: z3.BoolRef, a: Ix, b: Ix) -> Ix:
@@ -142,7 +143,7 @@ def select(c: z3.BoolRef, a: Ix, b: Ix) -> Ix:
         return a
     if z3.is_false(c):
         return b
-    return _mk(z3.If(c, a.term, b.term), min(a.lo, b.lo), max(a.hi, b.hi), "select")
+    return _mk(zf.If(c, a.term, b.term), min(a.lo, b.lo), max(a.hi, b.hi), "select")
 
 
 def lt(a: Ix, b: Ix) -> z3.BoolRef:
@@ -172,7 +173,7 @@ def eq(a: Ix, b: Ix) -> z3.BoolRef:
 COMPARE = {
     "lt": lt, "le": le, "eq": eq,
     "gt": lambda a, b: lt(b, a), "ge": lambda a, b: le(b, a),
-    "ne": lambda a, b: z3.Not(eq(a, b)),
+    "ne": lambda a, b: zf.Not(eq(a, b)),
 }
 def _trunc_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)

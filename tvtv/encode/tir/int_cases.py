@@ -11,6 +11,8 @@ from typing import Callable
 
 import z3
 
+from tvtv import z3fast as zf
+
 # The largest number of operand combinations an operation is evaluated on
 CASE_PRODUCT = 16384
 
@@ -20,13 +22,13 @@ def and_(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
         return b
     if z3.is_true(b):
         return a
-    return z3.And(a, b)
+    return zf.And(a, b)
 
 
 def or_(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
     if z3.is_true(a) or z3.is_true(b):
         return z3.BoolVal(True)
-    return z3.Or(a, b)
+    return zf.Or(a, b)
 
 
 def signed(k: int, bits: int) -> int:
@@ -82,7 +84,7 @@ def int_cases(term: z3.ExprRef, limit: int,
         if a is not None and b is not None:
             merged: dict[int, z3.BoolRef] = {}
             for cond, k in [(and_(c, ca), k) for ca, k in a] + \
-                    [(and_(z3.Not(c), cb), k) for cb, k in b]:
+                    [(and_(zf.Not(c), cb), k) for cb, k in b]:
                 merged[k] = or_(merged[k], cond) if k in merged else cond
             result = [(cond, k) for k, cond in merged.items()] if len(merged) <= limit else None
     elif z3.is_bv(term) and z3.is_app(term) and term.num_args() > 0 and \

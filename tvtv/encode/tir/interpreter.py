@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_bool, is_float, is_int, numpy_dtype
 from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
@@ -236,8 +237,8 @@ class PrimFuncEncoder:
             def elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
                 row = [x.at_multi(ix[:s.axis] + [idx(m)] + ix[s.axis + 1:]) for m in range(n)]
                 a = arbitrary.at_multi(ix)
-                some = z3.If(z3.ULT(a, odom.const(n)), a, odom.const(0))
-                return z3.If(z3.Or(*[dom.is_nan(v) for v in row]), some, order.at_multi(ix))
+                some = zf.If(z3.ULT(a, odom.const(n)), a, odom.const(0))
+                return zf.If(zf.Or(*[dom.is_nan(v) for v in row]), some, order.at_multi(ix))
             order = Tensor.from_fn(x.shape, out.dtype, elem)
         self.state[s.out] = order
         self.readers[s.out] = _array_reader(order)
@@ -470,7 +471,7 @@ class PrimFuncEncoder:
                         env[var] = env[b.var]
                 else:
                     env[var] = IX.constant(b)
-            guard = z3.simplify(z3.And(*conds)) if conds else z3.BoolVal(True)
+            guard = z3.simplify(zf.And(*conds)) if conds else z3.BoolVal(True)
             if z3.is_false(guard):
                 return old_reader(ix)
             with self.guard(guard):
@@ -480,7 +481,7 @@ class PrimFuncEncoder:
                     value = self.reduce(store, init, env, binding, red, old_reader, ix, buf)
                 else:
                     value = self.scalar(self.expr(store.value, env), buf.dtype)
-            return value if z3.is_true(guard) else z3.If(guard, value, old_reader(ix))
+            return value if z3.is_true(guard) else zf.If(guard, value, old_reader(ix))
 
         def flat(i: z3.BitVecRef) -> z3.ExprRef:
             parts = unravel(i, shape) if shape else []
@@ -518,17 +519,17 @@ class PrimFuncEncoder:
                     env[var] = IX.constant(b)
             at, in_bounds = self.indices(store.indices, shape, env, f"store to {buf.name}")
             # out of bounds the store is UB (recorded): it writes nothing in the model
-            where = z3.simplify(z3.And(*in_bounds)) if in_bounds else z3.BoolVal(True)
+            where = z3.simplify(zf.And(*in_bounds)) if in_bounds else z3.BoolVal(True)
             with self.guard(where):
                 value = self.scalar(self.expr(store.value, env), buf.dtype)
             previous = self.readers[store.buffer]
 
             def element(ix: list[IX.Ix], at: list[IX.Ix] = at, value: z3.ExprRef = value,
                         where: z3.BoolRef = where, previous: Reader = previous) -> z3.ExprRef:
-                hit = z3.simplify(z3.And(where, *[IX.eq(a, b) for a, b in zip(ix, at)]))
+                hit = z3.simplify(zf.And(where, *[IX.eq(a, b) for a, b in zip(ix, at)]))
                 if z3.is_false(hit):
                     return previous(ix)
-                return value if z3.is_true(hit) else z3.If(hit, value, previous(ix))
+                return value if z3.is_true(hit) else zf.If(hit, value, previous(ix))
 
             self.readers[store.buffer] = element
 
@@ -622,12 +623,12 @@ class PrimFuncEncoder:
             fixed = [Loop(lp.var, lp.lo, sizes[lp.var]) if lp.var in sizes else lp for lp in red]
             binding2 = {var: (fixed[red.index(b)] if isinstance(b, Loop) and b in red else b)
                         for var, b in binding.items()}
-            cond = z3.simplify(z3.And(*[IX.eq(e, IX.constant(c)) for e, c in zip(exts, combo)]))
+            cond = z3.simplify(zf.And(*[IX.eq(e, IX.constant(c)) for e, c in zip(exts, combo)]))
             with self.guard(cond):   # UB (out-of-bounds taps) only where this extent holds
                 value = self.reduce_static(op, term, acc_first, start, env, binding2,
                                            [lp for lp in fixed if lp.extent > 0], buf) \
                     if all(lp.extent > 0 for lp in fixed) else start
-            result = value if result is None else z3.If(cond, value, result)
+            result = value if result is None else zf.If(cond, value, result)
         assert result is not None
         return result
 
@@ -723,8 +724,8 @@ class PrimFuncEncoder:
         if isinstance(e, T.Logic):
             args = [self.truth(self.expr(a, env)) for a in e.args]
             if e.op == "not":
-                return Sc(z3.Not(args[0]), "bool")
-            return Sc(z3.And(*args) if e.op == "and" else z3.Or(*args), "bool")
+                return Sc(zf.Not(args[0]), "bool")
+            return Sc(zf.And(*args) if e.op == "and" else zf.Or(*args), "bool")
         if isinstance(e, T.Select):
             c = self.truth(self.expr(e.cond, env))
             return self.choose(c, self.expr(e.true_value, env), self.expr(e.false_value, env),
@@ -738,7 +739,7 @@ class PrimFuncEncoder:
                 return self.expr(e.false_value, env)
             with self.guard(c):
                 t = self.expr(e.true_value, env)
-            with self.guard(z3.Not(c)):
+            with self.guard(zf.Not(c)):
                 f = self.expr(e.false_value, env)
             return self.choose(c, t, f, e.dtype)
         if isinstance(e, T.Cast):
@@ -755,7 +756,7 @@ class PrimFuncEncoder:
     def choose(self, c: z3.BoolRef, t: Val, f: Val, dtype: str) -> Val:
         if isinstance(t, IX.Ix) and isinstance(f, IX.Ix):
             return IX.select(c, t, f)
-        return Sc(z3.If(c, self.scalar(t, dtype), self.scalar(f, dtype)), dtype)
+        return Sc(zf.If(c, self.scalar(t, dtype), self.scalar(f, dtype)), dtype)
 
     def indices(self, exprs: Sequence[T.Expr], shape: Sequence[int], env: dict[str, Val],
                 what: str) -> tuple[list[IX.Ix], list[z3.BoolRef]]:
@@ -772,16 +773,16 @@ class PrimFuncEncoder:
                     raise self.fail(f"index of dtype {v.dtype}")
                 bits, signed = INT_FORMATS[v.dtype]
                 x = v.term
-                ok = z3.And(x >= 0, x < size) if signed else z3.ULT(x, size)
-                self.ub(z3.Not(ok), f"{what} out of bounds in dimension {d}")
+                ok = zf.And(x >= 0, x < size) if signed else z3.ULT(x, size)
+                self.ub(zf.Not(ok), f"{what} out of bounds in dimension {d}")
                 in_bounds.append(ok)
                 x = z3.Extract(INDEX_BITS - 1, 0, x) if bits > INDEX_BITS else (
                     z3.ZeroExt(INDEX_BITS - bits, x) if bits < INDEX_BITS else x)
                 ix.append(IX.Ix(x, 0, size - 1) if size > 1 else IX.constant(0))
                 continue
             if v.lo < 0 or v.hi >= size:
-                ok = z3.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))
-                self.ub(z3.Not(ok), f"{what} out of bounds in dimension {d}")
+                ok = zf.And(IX.le(IX.constant(0), v), IX.lt(v, IX.constant(size)))
+                self.ub(zf.Not(ok), f"{what} out of bounds in dimension {d}")
                 in_bounds.append(ok)
                 lo, hi = max(v.lo, 0), min(v.hi, size - 1)
                 v = IX.Ix(v.term, lo, hi) if lo < hi else IX.constant(lo)
@@ -823,12 +824,12 @@ class PrimFuncEncoder:
                     if key not in self.memo:
                         self.memo[key] = (reader(at), keep)
                     value = self.memo[key][0]
-                result = value if result is None else z3.If(cond, value, result)
+                result = value if result is None else zf.If(cond, value, result)
             assert result is not None
             return Sc(result, t.dtype)
         # the element (a producer's body, inlined) is evaluated only where it is read: on
         # this path, at an in-bounds index (see the UB guard rule above)
-        with self.guard(z3.simplify(z3.And(*in_bounds)) if in_bounds else z3.BoolVal(True)):
+        with self.guard(z3.simplify(zf.And(*in_bounds)) if in_bounds else z3.BoolVal(True)):
             keep = (reader, tuple(v.term for v in ix), tuple(self.guards))
             key = (e.buffer, id(reader), tuple(v.term.get_id() for v in ix),
                    tuple(g.get_id() for g in self.guards))
@@ -878,7 +879,7 @@ class PrimFuncEncoder:
                 fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
                 nd = numpy_dtype(dtype)
                 with np.errstate(all="ignore"):
-                    pairs = tuple((z3.simplify(z3.And(ca, cb)),
+                    pairs = tuple((z3.simplify(zf.And(ca, cb)),
                                    float(fn(np.asarray(va, nd), np.asarray(vb, nd)).astype(nd)))
                                   for ca, va in a.cases for cb, vb in b.cases)
                 pairs = tuple(pc for pc in pairs if not z3.is_false(pc[0])) or pairs[-1:]
@@ -922,7 +923,7 @@ class PrimFuncEncoder:
         dom = self.ctx.dom(dtype)
         term = dom.const(pairs[-1][1])
         for c, x in reversed(pairs[:-1]):
-            term = z3.If(c, dom.const(x), term)
+            term = zf.If(c, dom.const(x), term)
         return Sc(term, dtype, pairs)
 
     def cast_scalar(self, x: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:
@@ -965,7 +966,7 @@ class PrimFuncEncoder:
             return Sc(~xs[0], e.dtype)
         x, y = xs
         if e.name in ("shift_left", "shift_right"):
-            bad = z3.Not(z3.ULT(y, z3.BitVecVal(bits, bits)))   # negative counts are huge unsigned
+            bad = zf.Not(z3.ULT(y, z3.BitVecVal(bits, bits)))   # negative counts are huge unsigned
             self.ub(bad, f"{e.name} by a negative amount or by {bits} or more")
             if e.name == "shift_left":
                 return Sc(x << y, e.dtype)

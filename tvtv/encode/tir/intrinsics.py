@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import FLOAT_FORMATS, is_float
 from tvtv.absfp.interface import ScalarDomain
 from tvtv.absfp.special import UNARY_RULES
@@ -53,10 +54,10 @@ def tir_max(dom: ScalarDomain, a: Term, b: Term) -> Term:
     if big is not None:
         low = dom.const(-big)
         if _is_const(dom, a, -big):
-            return z3.If(dom.is_signed_inf(b, -1), low, b)
+            return zf.If(dom.is_signed_inf(b, -1), low, b)
         if _is_const(dom, b, -big):
-            return z3.If(z3.Or(dom.is_nan(a), dom.is_signed_inf(a, -1)), low, a)
-    return z3.If(dom.gt(a, b), a, b)
+            return zf.If(zf.Or(dom.is_nan(a), dom.is_signed_inf(a, -1)), low, a)
+    return zf.If(dom.gt(a, b), a, b)
 
 
 def tir_min(dom: ScalarDomain, a: Term, b: Term) -> Term:
@@ -66,10 +67,10 @@ def tir_min(dom: ScalarDomain, a: Term, b: Term) -> Term:
     if big is not None:
         high = dom.const(big)
         if _is_const(dom, a, big):
-            return z3.If(dom.is_signed_inf(b, 1), high, b)
+            return zf.If(dom.is_signed_inf(b, 1), high, b)
         if _is_const(dom, b, big):
-            return z3.If(z3.Or(dom.is_nan(a), dom.is_signed_inf(a, 1)), high, a)
-    return z3.If(dom.lt(a, b), a, b)
+            return zf.If(zf.Or(dom.is_nan(a), dom.is_signed_inf(a, 1)), high, a)
+    return zf.If(dom.lt(a, b), a, b)
 
 
 # Special values where TVM's CPU code differs from `absfp/special.py` (input key -> output).
@@ -91,7 +92,7 @@ def _unary(fname: str) -> Callable[[ScalarDomain, Sequence[Term]], Term]:
         (x,) = args
         result = dom.unary(fname, x)
         for key, out in SPECIAL_OVERRIDES.get(fname, {}).items():
-            result = z3.If(x == dom.const(_KEYS[key]), dom.const(out), result)
+            result = zf.If(x == dom.const(_KEYS[key]), dom.const(out), result)
         return result
     return apply
 
@@ -116,7 +117,7 @@ INTRINSICS: dict[str, Callable[[ScalarDomain, Sequence[Term]], Term]] = {
 PREDICATES: dict[str, Callable[[ScalarDomain, Term], z3.BoolRef]] = {
     "isnan": lambda dom, x: dom.is_nan(x),
     "isinf": lambda dom, x: dom.is_inf(x),
-    "isfinite": lambda dom, x: z3.Not(z3.Or(dom.is_nan(x), dom.is_inf(x))),
+    "isfinite": lambda dom, x: zf.Not(zf.Or(dom.is_nan(x), dom.is_inf(x))),
 }
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import INT_FORMATS, check_supported, is_int
 from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, live_index, ravel, unravel
 from tvtv.encode.tir import index as IX
@@ -135,7 +136,7 @@ class ScalarProgram:
                 name = fresh_undef_name(self.enc.ctx.side, f"{buf.name}_{k}")
                 # arbitrary, and per iteration: a fresh array read at the iteration
                 term = z3.Const(name, sort) if self.live is None else \
-                    z3.Select(z3.Array(name, INDEX, sort), self.live)
+                    zf.Select(z3.Array(name, INDEX, sort), self.live)
                 elems.append(Sc(term, buf.dtype))
             self.locals[buf.id] = elems
         elif isinstance(s, T.Let):
@@ -161,7 +162,7 @@ class ScalarProgram:
             then_locals = self.locals
             self.locals = copy_locals(saved)
             if s.else_case is not None:
-                with self.enc.guard(z3.Not(c)):
+                with self.enc.guard(zf.Not(c)):
                     self.stmt(s.else_case, dict(env))
             self.locals = self.merge_locals(c, then_locals, self.locals, saved)
         elif isinstance(s, T.While):
@@ -215,7 +216,7 @@ class ScalarProgram:
         facts = list(self.enc.ctx.path)
         if self.live is not None:
             facts.append(z3.ULT(self.live, idx(self.n)))
-        query = z3.And(*facts, c)
+        query = zf.And(*facts, c)
         if self.witness is not None and z3.is_true(self.witness.eval(query, model_completion=True)):
             return True   # the inputs that kept the loop going last round still do
         solver = z3.Solver()
@@ -310,11 +311,11 @@ class ScalarProgram:
         if len(s.indices) != len(buf.shape):
             raise self.enc.fail(f"store to {buf.name} with {len(s.indices)} indices")
         ix, in_bounds = self.enc.indices(s.indices, buf.shape, env, f"store to {buf.name}")
-        where = z3.simplify(z3.And(*in_bounds)) if in_bounds else z3.BoolVal(True)
+        where = z3.simplify(zf.And(*in_bounds)) if in_bounds else z3.BoolVal(True)
         with self.enc.guard(where):
             value = self.enc.scalar(self.enc.expr(s.value, env), buf.dtype)
         path = self.enc.ctx.path[self.base:]
-        where = z3.simplify(z3.And(*path, where)) if path else where
+        where = z3.simplify(zf.And(*path, where)) if path else where
         self.stores[s.buffer] = (ix, value, where)
 
     def commit(self, buffer: str, ix: list[IX.Ix], value: z3.ExprRef, where: z3.BoolRef) -> None:
@@ -340,19 +341,19 @@ class ScalarProgram:
         def element(p_ix: list[IX.Ix]) -> z3.ExprRef:
             p = ravel([v.term for v in p_ix], shape) if shape else idx(0)
             if live is None:
-                hit = z3.simplify(z3.And(p == idx(c), where))
+                hit = z3.simplify(zf.And(p == idx(c), where))
                 v, h = value, hit
             else:
                 k = p - idx(c) if c else p
                 rng = [] if c == 0 and n >= math.prod(shape) else \
                     [z3.ULE(idx(c), p), z3.ULT(p, idx(c + n))]
-                h = z3.simplify(z3.And(*rng, z3.substitute(where, (live, k))))
+                h = z3.simplify(zf.And(*rng, z3.substitute(where, (live, k))))
                 v = z3.substitute(value, (live, k))
             if z3.is_true(h):
                 return v
             if z3.is_false(h):
                 return old_reader(p_ix)
-            return z3.If(h, v, old_reader(p_ix))
+            return zf.If(h, v, old_reader(p_ix))
 
         def flat_elem(i: z3.BitVecRef) -> z3.ExprRef:
             parts = unravel(i, shape) if shape else []

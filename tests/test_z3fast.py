@@ -1,0 +1,84 @@
+"""tvtv/z3fast.py builds the very terms z3py builds, of the same Python classes, and hands
+everything it does not take itself to z3py (so errors are z3py's)."""
+from __future__ import annotations
+
+import pytest
+import z3
+
+from tvtv import z3fast as zf
+
+
+def same(fast, slow) -> None:
+    assert type(fast) is type(slow), (type(fast), type(slow))
+    assert fast.eq(slow), (fast, slow)     # one term: Z3 hash-conses, eq is identity
+
+
+a, b, c = z3.Bools("a b c")
+x, y = z3.BitVecs("x y", 16)
+w = z3.BitVec("w", 8)
+f, g = z3.FPs("f g", z3.Float32())
+i, r = z3.Int("i"), z3.Real("r")
+arr = z3.Array("arr", z3.BitVecSort(32), z3.BitVecSort(16))
+farr = z3.Array("farr", z3.BitVecSort(32), z3.Float32())
+barr = z3.Array("barr", z3.BitVecSort(32), z3.BoolSort())
+k = z3.BitVec("k", 32)
+lam = z3.Lambda([k], z3.If(z3.ULT(k, 4), arr[k], x))
+forall = z3.ForAll([x], z3.ULE(x, x))
+
+
+@pytest.mark.parametrize("args", [
+    (a, b), (a, b, c), (a,), (), ([a, b, c],), ((a, b),), (a, True), (False, b), (a, forall),
+])
+def test_and_or_are_z3pys(args):
+    same(zf.And(*args), z3.And(*args))
+    same(zf.Or(*args), z3.Or(*args))
+
+
+@pytest.mark.parametrize("t", [a, forall, z3.BoolVal(True)])
+def test_not_is_z3pys(t):
+    same(zf.Not(t), z3.Not(t))
+
+
+@pytest.mark.parametrize("cond,t,e", [
+    (a, x, y), (a, x, z3.BitVecVal(3, 16)), (a, z3.BitVecVal(1, 16), z3.BitVecVal(2, 16)),
+    (a, b, c), (a, f, g), (a, f, z3.FPVal(1.5, z3.Float32())), (a, arr, z3.K(z3.BitVecSort(32), x)),
+    (a, x, 7), (True, x, y), (a, i, r), (a, i, 3), (a, lam, arr), (forall, x, y), (a, 1, 2),
+])
+def test_if_is_z3pys(cond, t, e):
+    same(zf.If(cond, t, e), z3.If(cond, t, e))
+
+
+@pytest.mark.parametrize("array,index", [
+    (arr, k), (arr, z3.BitVecVal(5, 32)), (farr, k), (barr, k), (lam, k), (lam, z3.BitVecVal(2, 32)),
+    (arr, 7),
+])
+def test_select_is_z3pys(array, index):
+    for _ in range(2):      # the first call learns the element class, the second uses it
+        same(zf.Select(array, index), z3.Select(array, index))
+
+
+@pytest.mark.parametrize("array,index,value", [
+    (arr, k, x), (arr, z3.BitVecVal(1, 32), z3.BitVecVal(9, 16)), (farr, k, f), (barr, k, a),
+    (arr, 3, x), (arr, k, 5), (lam, k, x),
+])
+def test_store_is_z3pys(array, index, value):
+    same(zf.Store(array, index, value), z3.Store(array, index, value))
+
+
+def test_sort_mismatches_raise_as_z3py_does():
+    with pytest.raises(z3.Z3Exception):
+        zf.If(a, x, w)
+    with pytest.raises(z3.Z3Exception):
+        zf.Select(arr, w)
+    with pytest.raises(z3.Z3Exception):
+        zf.Store(arr, k, w)
+
+
+def test_terms_of_another_context_go_to_z3py():
+    other = z3.Context()
+    p, q = z3.Bool("p", other), z3.Bool("q", other)
+    same(zf.And(p, q), z3.And(p, q))
+    with pytest.raises(z3.Z3Exception):
+        zf.And(a, p)
+    other_arr = z3.Array("arr", z3.BitVecSort(32, other), z3.BitVecSort(16, other))
+    same(zf.Select(other_arr, z3.BitVec("k", 32, other)), z3.Select(other_arr, z3.BitVec("k", 32, other)))

@@ -82,3 +82,15 @@ def test_terms_of_another_context_go_to_z3py():
         zf.And(a, p)
     other_arr = z3.Array("arr", z3.BitVecSort(32, other), z3.BitVecSort(16, other))
     same(zf.Select(other_arr, z3.BitVec("k", 32, other)), z3.Select(other_arr, z3.BitVec("k", 32, other)))
+
+
+def test_a_freed_array_sorts_id_is_not_taken_for_another_sort():
+    """Z3 gives the ids of freed sorts to new ones: the element class learnt for one array
+    sort must not be used for a sort made later with its id."""
+    for width in range(3, 40):
+        a1 = z3.Array(f"a{width}", z3.BitVecSort(32), z3.BitVecSort(width))
+        same(zf.Select(a1, k), z3.Select(a1, k))
+        del a1
+        a2 = z3.Array(f"f{width}", z3.BitVecSort(32), z3.FPSort(5, width))
+        same(zf.Select(a2, k), z3.Select(a2, k))
+        same(zf.Select(a2, k), z3.Select(a2, k))

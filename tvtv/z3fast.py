@@ -39,8 +39,10 @@ _ARRAY_CLASSES = (z3.ArrayRef, z3.QuantifierRef)    # (a lambda is a QuantifierR
 _SORT = z3core.Z3_get_sort
 _SORT_ID = z3core.Z3_get_sort_id
 
-# (id of the context, id of an array's sort) -> the class z3py gives its elements
-_ELEMENT_CLASS: dict[tuple[int, int], type] = z3context.cache({})
+# (id of the context, id of an array's sort) -> (the sort, the class z3py gives its
+# elements); the sort is kept so that Z3 cannot give its id to another sort (ids of freed
+# terms and sorts are reused)
+_ELEMENT_CLASS: dict[tuple[int, int], tuple[z3.SortRef, type]] = z3context.cache({})
 
 
 def _bools(args: tuple[Any, ...]) -> z3.Context | None:
@@ -102,12 +104,12 @@ def Select(arr: Any, i: Any) -> Any:
     ctx = arr.ctx
     ref, a = ctx.ref(), arr.as_ast()
     key = (id(ctx), _SORT_ID(ref, _SORT(ref, a)))
-    cls = _ELEMENT_CLASS.get(key)
-    if cls is None:
+    hit = _ELEMENT_CLASS.get(key)
+    if hit is None:
         term = z3.Select(arr, i)
-        cls = _ELEMENT_CLASS[key] = _VALUE_CLASS.get(type(term), type(term))
+        _ELEMENT_CLASS[key] = (arr.sort(), _VALUE_CLASS.get(type(term), type(term)))
         return term
-    return cls(z3core.Z3_mk_select(ref, a, i.as_ast()), ctx)
+    return hit[1](z3core.Z3_mk_select(ref, a, i.as_ast()), ctx)
 
 
 def Store(arr: Any, i: Any, v: Any) -> z3.ArrayRef:

@@ -94,3 +94,60 @@ def test_a_freed_array_sorts_id_is_not_taken_for_another_sort():
         a2 = z3.Array(f"f{width}", z3.BitVecSort(32), z3.FPSort(5, width))
         same(zf.Select(a2, k), z3.Select(a2, k))
         same(zf.Select(a2, k), z3.Select(a2, k))
+
+
+@pytest.mark.parametrize("p,q", [
+    (x, y), (x, z3.BitVecVal(4, 16)), (z3.BitVecVal(4, 16), z3.BitVecVal(4, 16)), (a, b), (f, g),
+    (arr, z3.K(z3.BitVecSort(32), x)), (x, 3), (i, r), (i, 2), (lam, arr),
+])
+def test_eq_and_ne_are_z3pys(p, q):
+    same(zf.Eq(p, q), p == q)
+    same(zf.Ne(p, q), p != q)
+
+
+@pytest.mark.parametrize("p,q", [(x, y), (x, z3.BitVecVal(4, 16)), (x, 3), (5, y)])
+def test_unsigned_comparisons_are_z3pys(p, q):
+    for fast, slow in ((zf.ULT, z3.ULT), (zf.ULE, z3.ULE), (zf.UGT, z3.UGT), (zf.UGE, z3.UGE)):
+        same(fast(p, q), slow(p, q))
+
+
+@pytest.mark.parametrize("t", [x, z3.BitVecVal(300, 16), x + y])
+def test_extract_and_concat_are_z3pys(t):
+    same(zf.Extract(7, 0, t), z3.Extract(7, 0, t))
+    same(zf.Extract(15, 15, t), z3.Extract(15, 15, t))
+    same(zf.Concat(w, t), z3.Concat(w, t))
+    same(zf.Concat(t, z3.BitVecVal(1, 1)), z3.Concat(t, z3.BitVecVal(1, 1)))
+
+
+def test_mismatched_widths_raise_as_z3py_does():
+    for fn in (zf.Eq, zf.ULT, zf.Concat):
+        if fn is zf.Concat:
+            continue
+        with pytest.raises(z3.Z3Exception):
+            fn(x, w)
+    with pytest.raises(z3.Z3Exception):
+        zf.Extract(20, 0, x)
+
+
+@pytest.mark.parametrize("t", [f, z3.FPVal(-0.0, z3.Float32()), z3.fpPlusInfinity(z3.Float32()), z3.fpNaN(z3.Float16())])
+def test_float_predicates_are_z3pys(t):
+    for fast, slow in ((zf.fpIsNaN, z3.fpIsNaN), (zf.fpIsInf, z3.fpIsInf), (zf.fpIsZero, z3.fpIsZero),
+                       (zf.fpIsNegative, z3.fpIsNegative), (zf.fpIsPositive, z3.fpIsPositive)):
+        same(fast(t), slow(t))
+
+
+@pytest.mark.parametrize("p,q", [(f, g), (f, z3.FPVal(1.0, z3.Float32())), (f, 2.0), (1.5, g)])
+def test_float_comparisons_are_z3pys(p, q):
+    for fast, slow in ((zf.fpLT, z3.fpLT), (zf.fpLEQ, z3.fpLEQ), (zf.fpGT, z3.fpGT),
+                       (zf.fpGEQ, z3.fpGEQ), (zf.fpEQ, z3.fpEQ)):
+        same(fast(p, q), slow(p, q))
+    with pytest.raises(z3.Z3Exception):
+        zf.fpLT(f, z3.FP("h", z3.Float16()))
+
+
+def test_a_batch_is_z3pys_application():
+    terms = [x, f, a, arr, z3.BitVecVal(3, 16), lam, i]
+    slow = z3.Function("batch", *[t.sort() for t in terms], z3.BoolSort())(*terms)
+    same(zf.batch("batch", terms), slow)
+    same(zf.batch("batch", iter(terms)), slow)
+    assert [zf.batch("batch", terms).arg(k).eq(t) for k, t in enumerate(terms)] == [True] * len(terms)

@@ -99,7 +99,7 @@ def preimage(prog: P.Program, fname: str, names: Sequence[str], targets: Sequenc
     # after 60 s. First with at most one nonzero term in every sum: such a sum has that
     # term's value in every summation order, which is what confirmation asks of a sum
     # (`tvtv.encode.evaluate.order_free_sum`); failing that, any inputs.
-    sparse = [zf.Or(z3.fpIsZero(a), z3.fpIsZero(b))
+    sparse = [zf.Or(zf.fpIsZero(a), zf.fpIsZero(b))
               for terms in _sums(facts) for i, a in enumerate(terms) for b in terms[i + 1:]]
     bits = cvc5_bits(facts + sparse, timeout) if sparse else None
     if bits is None:

@@ -22,7 +22,7 @@ from typing import Any
 import z3
 from z3 import z3core
 
-from tvtv import z3context
+from tvtv import z3context, z3raw
 
 _Ast = z3core.Ast
 _BOOL = z3.BoolRef
@@ -119,3 +119,135 @@ def Store(arr: Any, i: Any, v: Any) -> z3.ArrayRef:
         return z3.Store(arr, i, v)
     ctx = arr.ctx
     return z3.ArrayRef(z3core.Z3_mk_store(ctx.ref(), arr.as_ast(), i.as_ast(), v.as_ast()), ctx)
+
+
+def _same_kind(a: Any, b: Any) -> z3.Context | None:
+    """The context of terms `a` and `b` when both are plain terms of one value class (see
+    `_VALUE_CLASS`) and one context, else None."""
+    cls = _VALUE_CLASS.get(type(a))
+    if cls is None or _VALUE_CLASS.get(type(b)) is not cls or a.ctx is not b.ctx:
+        return None
+    return a.ctx
+
+
+def _python_order(a: Any, b: Any) -> tuple[Any, Any]:
+    """The operands in the order Python gives them to `__eq__`/`__ne__`: a right operand of
+    a proper subclass of the left one's class goes first (`x == BitVecVal(4, 16)` calls the
+    numeral's `__eq__`, and z3py builds `4 == x`)."""
+    ta, tb = type(a), type(b)
+    return (b, a) if ta is not tb and issubclass(tb, ta) else (a, b)
+
+
+def Eq(a: Any, b: Any) -> z3.BoolRef:
+    """`a == b` (z3py's `ExprRef.__eq__`: Z3's `=`, for floats structural equality)."""
+    ctx = _same_kind(a, b)
+    if ctx is None:
+        return a == b
+    a, b = _python_order(a, b)
+    return _BOOL(z3core.Z3_mk_eq(ctx.ref(), a.as_ast(), b.as_ast()), ctx)
+
+
+def Ne(a: Any, b: Any) -> z3.BoolRef:
+    """`a != b` (z3py's `ExprRef.__ne__`: Z3's `distinct` of the two)."""
+    ctx = _same_kind(a, b)
+    if ctx is None:
+        return a != b
+    a, b = _python_order(a, b)
+    return _BOOL(z3core.Z3_mk_distinct(ctx.ref(), 2, (_Ast * 2)(a.as_ast(), b.as_ast())), ctx)
+
+
+_BV = z3.BitVecRef
+_BV_CLASSES = (z3.BitVecRef, z3.BitVecNumRef)
+
+
+def Extract(high: int, low: int, a: Any) -> z3.BitVecRef:
+    """`z3.Extract(high, low, a)` of a bit-vector term."""
+    if type(a) not in _BV_CLASSES or type(high) is not int or type(low) is not int:
+        return z3.Extract(high, low, a)
+    return _BV(z3core.Z3_mk_extract(a.ctx_ref(), high, low, a.as_ast()), a.ctx)
+
+
+def Concat(a: Any, b: Any) -> z3.BitVecRef:
+    """`z3.Concat(a, b)` of two bit-vector terms."""
+    if type(a) not in _BV_CLASSES or type(b) not in _BV_CLASSES or a.ctx is not b.ctx:
+        return z3.Concat(a, b)
+    return _BV(z3core.Z3_mk_concat(a.ctx_ref(), a.as_ast(), b.as_ast()), a.ctx)
+
+
+def _unsigned(mk: Any, slow: Any) -> Any:
+    def compare(a: Any, b: Any) -> z3.BoolRef:
+        if type(a) not in _BV_CLASSES or type(b) not in _BV_CLASSES or a.ctx is not b.ctx:
+            return slow(a, b)
+        return _BOOL(mk(a.ctx_ref(), a.as_ast(), b.as_ast()), a.ctx)
+    compare.__name__ = slow.__name__
+    compare.__doc__ = f"`z3.{slow.__name__}(a, b)` of two bit-vector terms."
+    return compare
+
+
+ULT = _unsigned(z3core.Z3_mk_bvult, z3.ULT)
+ULE = _unsigned(z3core.Z3_mk_bvule, z3.ULE)
+UGT = _unsigned(z3core.Z3_mk_bvugt, z3.UGT)
+UGE = _unsigned(z3core.Z3_mk_bvuge, z3.UGE)
+
+
+def EqNumeral(a: Any, numeral: Any) -> z3.BoolRef:
+    """`a == n` for a Python int n, given n's numeral of `a`'s sort: the term z3py builds for
+    `a == n` (`a` first; `Eq` of two terms puts a numeral first, as Python does)."""
+    if type(a) not in _VALUE_CLASS or a.ctx is not numeral.ctx:
+        return a == numeral
+    return _BOOL(z3core.Z3_mk_eq(a.ctx_ref(), a.as_ast(), numeral.as_ast()), a.ctx)
+
+
+_FP_CLASSES = (z3.FPRef, z3.FPNumRef)
+
+
+def _fp_predicate(mk: Any, slow: Any) -> Any:
+    def predicate(a: Any) -> z3.BoolRef:
+        if type(a) not in _FP_CLASSES:
+            return slow(a)
+        return _BOOL(mk(a.ctx_ref(), a.as_ast()), a.ctx)
+    predicate.__name__ = slow.__name__
+    predicate.__doc__ = f"`z3.{slow.__name__}(a)` of a float term."
+    return predicate
+
+
+def _fp_comparison(mk: Any, slow: Any) -> Any:
+    def compare(a: Any, b: Any) -> z3.BoolRef:
+        if type(a) not in _FP_CLASSES or type(b) not in _FP_CLASSES or a.ctx is not b.ctx:
+            return slow(a, b)
+        return _BOOL(mk(a.ctx_ref(), a.as_ast(), b.as_ast()), a.ctx)
+    compare.__name__ = slow.__name__
+    compare.__doc__ = f"`z3.{slow.__name__}(a, b)` of two float terms."
+    return compare
+
+
+fpIsNaN = _fp_predicate(z3core.Z3_mk_fpa_is_nan, z3.fpIsNaN)
+fpIsInf = _fp_predicate(z3core.Z3_mk_fpa_is_infinite, z3.fpIsInf)
+fpIsZero = _fp_predicate(z3core.Z3_mk_fpa_is_zero, z3.fpIsZero)
+fpIsNegative = _fp_predicate(z3core.Z3_mk_fpa_is_negative, z3.fpIsNegative)
+fpIsPositive = _fp_predicate(z3core.Z3_mk_fpa_is_positive, z3.fpIsPositive)
+fpLT = _fp_comparison(z3core.Z3_mk_fpa_lt, z3.fpLT)
+fpLEQ = _fp_comparison(z3core.Z3_mk_fpa_leq, z3.fpLEQ)
+fpGT = _fp_comparison(z3core.Z3_mk_fpa_gt, z3.fpGT)
+fpGEQ = _fp_comparison(z3core.Z3_mk_fpa_geq, z3.fpGEQ)
+fpEQ = _fp_comparison(z3core.Z3_mk_fpa_eq, z3.fpEQ)
+
+
+def batch(name: str, terms: Any) -> z3.BoolRef:
+    """`z3.Function(name, *[t.sort() for t in terms], z3.BoolSort())(*terms)`: one term
+    holding `terms` as its arguments, so that one simplification or walk does them all
+    (`tvtv.encode.canonical`). Through z3py each argument's sort is asked and cast again
+    (~20 µs a term; outputs have thousands)."""
+    terms = list(terms)
+    if not terms or any(not isinstance(t, z3.ExprRef) or t.ctx is not terms[0].ctx for t in terms):
+        return z3.Function(name, *[t.sort() for t in terms], z3.BoolSort())(*terms)
+    ctx = terms[0].ctx
+    ref, n = ctx.ref(), len(terms)
+    args = (_Ast * n)(*[t.as_ast() for t in terms])
+    sorts = (z3core.Sort * n)(*[z3raw.SORT(ref, a) for a in args])
+    boolean = z3.BoolSort(ctx)
+    # the declaration is referenced by the application, which is wrapped (given a
+    # reference) before a further API call could free it
+    decl = z3core.Z3_mk_func_decl(ref, z3.to_symbol(name, ctx), n, sorts, boolean.ast)
+    return _BOOL(z3core.Z3_mk_app(ref, decl, n, args), ctx)
+

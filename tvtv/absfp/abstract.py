@@ -63,7 +63,7 @@ def round_to(value: float, dtype: str) -> float:
 def _clamp(m: z3.BitVecRef, low: z3.BitVecRef, high: z3.BitVecRef) -> z3.BitVecRef:
     """The magnitude code `m` where low ≤ m ≤ high, else `low`: over every interpretation of
     the function inside `m`, exactly the functions into [low, high] (no axiom needed)."""
-    return zf.If(zf.And(z3.ULE(low, m), z3.ULE(m, high)), m, low)
+    return zf.If(zf.And(zf.ULE(low, m), zf.ULE(m, high)), m, low)
 
 
 # the most nodes a term `_unit_sign` simplifies may have (a constant is `mk(sign, magnitude)`:
@@ -118,32 +118,46 @@ class AbstractFloats(ScalarDomain):
         # (op, argument ids or names) -> (the arguments, result): see `_memoized`
         self._memo: dict[tuple, tuple[tuple, z3.ExprRef]] = {}
         self._consts: dict[str, z3.ExprRef] = {}   # float.hex(value) -> `const(value)`
+        # magnitude codes and signs as numerals, made once (z3.BitVecVal costs 13 µs a call)
+        self._mag_numerals: dict[int, z3.BitVecNumRef] = {}
+        self._sign_numerals = (z3.BitVecVal(0, 1), z3.BitVecVal(1, 1))
 
     # -- parts ---------------------------------------------------------------------------------
     def sign(self, x):
-        return z3.Extract(self.k, self.k, x)
+        return zf.Extract(self.k, self.k, x)
 
     def mag(self, x):
-        return z3.Extract(self.k - 1, 0, x)
+        return zf.Extract(self.k - 1, 0, x)
+
+    def code(self, m: int) -> z3.BitVecNumRef:
+        """The magnitude code `m` as a numeral."""
+        term = self._mag_numerals.get(m)
+        if term is None:
+            term = self._mag_numerals[m] = z3.BitVecVal(m, self.k)
+        return term
+
+    def _mag_is(self, m, code: int) -> z3.BoolRef:
+        """`m == code` for a magnitude term `m`, as z3py builds it."""
+        return zf.EqNumeral(m, self.code(code))
 
     def mk(self, sign, mag):
         if isinstance(sign, int):
-            sign = z3.BitVecVal(sign, 1)
+            sign = self._sign_numerals[sign]
         if isinstance(mag, int):
-            mag = z3.BitVecVal(mag, self.k)
-        return z3.Concat(sign, mag)
+            mag = self.code(mag)
+        return zf.Concat(sign, mag)
 
     def negative(self, x):
-        return self.sign(x) == 1
+        return zf.EqNumeral(self.sign(x), self._sign_numerals[1])
 
     def is_nan(self, x):
-        return self.mag(x) == self.NAN
+        return self._mag_is(self.mag(x), self.NAN)
 
     def is_inf(self, x):
-        return self.mag(x) == self.INF
+        return self._mag_is(self.mag(x), self.INF)
 
     def is_zero(self, x):
-        return self.mag(x) == 0
+        return self._mag_is(self.mag(x), 0)
 
     def nan(self):
         return self.mk(0, self.NAN)
@@ -238,20 +252,22 @@ class AbstractFloats(ScalarDomain):
     def add(self, a, b):
         sa, sb, ma, mb = self.sign(a), self.sign(b), self.mag(a), self.mag(b)
         nan = zf.Or(self.is_nan(a), self.is_nan(b),
-                    zf.And(self.is_inf(a), self.is_inf(b), sa != sb))
+                    zf.And(self.is_inf(a), self.is_inf(b), zf.Ne(sa, sb)))
         f = self._uf("add", self.sort, self.sort, self.sort)
         r = f(a, b) & f(b, a)
         # IEEE 754 §6.3: a sum of two nonzero same-sign values keeps the sign; with different
         # signs the larger magnitude decides; x + (-x) = +0 in round-to-nearest.
-        sign = zf.If(sa == sb, sa, zf.If(z3.UGT(ma, mb), sa, sb))
+        same_sign = zf.Eq(sa, sb)
+        sign = zf.If(same_sign, sa, zf.If(zf.UGT(ma, mb), sa, sb))
+        a_zero, b_zero = self._mag_is(ma, 0), self._mag_is(mb, 0)
         return zf.If(nan, self.nan(),
                zf.If(self.is_inf(a), a,
                zf.If(self.is_inf(b), b,
-               zf.If(zf.And(ma == 0, mb == 0), self.mk(sa & sb, 0),   # -0 + -0 = -0, else +0
-               zf.If(ma == 0, b,
-               zf.If(mb == 0, a,
-               zf.If(zf.And(ma == mb, sa != sb), self.mk(0, 0),
-                     self.mk(sign, self._summed(ma, mb, sa == sb, self.mag(r))))))))))
+               zf.If(zf.And(a_zero, b_zero), self.mk(sa & sb, 0),   # -0 + -0 = -0, else +0
+               zf.If(a_zero, b,
+               zf.If(b_zero, a,
+               zf.If(zf.And(zf.Eq(ma, mb), zf.Ne(sa, sb)), self.mk(0, 0),
+                     self.mk(sign, self._summed(ma, mb, same_sign, self.mag(r))))))))))
 
     def _not_nan(self, m):
         """The magnitude `m` of a +, * or / of finite nonzero operands, with the NaN code read
@@ -259,7 +275,7 @@ class AbstractFloats(ScalarDomain):
         inf / inf) and NaN operands, which the callers decide before, while overflow to inf
         is possible. Over every interpretation of the function inside `m`, exactly the
         functions into the other codes."""
-        return zf.If(m == self.NAN, z3.BitVecVal(self.INF, self.k), m)
+        return zf.If(self._mag_is(m, self.NAN), self.code(self.INF), m)
 
     def _summed(self, ma, mb, same_sign, m):
         """The magnitude `m` of a sum of finite nonzero values of magnitudes `ma`, `mb` that
@@ -267,9 +283,9 @@ class AbstractFloats(ScalarDomain):
         larger magnitude (inf on overflow), with different signs at most the larger and never
         zero (IEEE 754 with subnormals: x + y = 0 only for y = -x); never NaN. Values outside
         are read as the lower end: exactly the functions into the range."""
-        big = zf.If(z3.UGE(ma, mb), ma, mb)
-        low = zf.If(same_sign, big, z3.BitVecVal(1, self.k))
-        high = zf.If(same_sign, z3.BitVecVal(self.INF, self.k), big)
+        big = zf.If(zf.UGE(ma, mb), ma, mb)
+        low = zf.If(same_sign, big, self.code(1))
+        high = zf.If(same_sign, self.code(self.INF), big)
         return _clamp(m, low, high)
 
     def _scaled(self, ma, mb, m):
@@ -279,15 +295,15 @@ class AbstractFloats(ScalarDomain):
         exchanged; never NaN (`_not_nan`), and inf only when both are above 1. Values outside
         are read as the lower end: exactly the functions into the range."""
         one = self.const_mag(1.0)
-        zero, inf = z3.BitVecVal(0, self.k), z3.BitVecVal(self.INF, self.k)
+        zero, inf = self.code(0), self.code(self.INF)
 
         def umax(p, q):
-            return zf.If(z3.UGE(p, q), p, q)
+            return zf.If(zf.UGE(p, q), p, q)
 
         def umin(p, q):
-            return zf.If(z3.ULE(p, q), p, q)
-        low = umax(zf.If(z3.UGE(mb, one), ma, zero), zf.If(z3.UGE(ma, one), mb, zero))
-        high = umin(zf.If(z3.ULE(mb, one), ma, inf), zf.If(z3.ULE(ma, one), mb, inf))
+            return zf.If(zf.ULE(p, q), p, q)
+        low = umax(zf.If(zf.UGE(mb, one), ma, zero), zf.If(zf.UGE(ma, one), mb, zero))
+        high = umin(zf.If(zf.ULE(mb, one), ma, inf), zf.If(zf.ULE(ma, one), mb, inf))
         return _clamp(m, low, high)
 
     def sub(self, a, b):
@@ -319,14 +335,16 @@ class AbstractFloats(ScalarDomain):
         ma, mb = self.mag(a), self.mag(b)
         s = self.sign(a) ^ self.sign(b)
         one = self.const_mag(1.0)
-        f = self._uf("mul", self.mag(a).sort(), self.mag(a).sort(), self.mag(a).sort())
+        msort = ma.sort()
+        f = self._uf("mul", msort, msort, msort)
+        a_zero, b_zero = self._mag_is(ma, 0), self._mag_is(mb, 0)
         nan = zf.Or(self.is_nan(a), self.is_nan(b),
-                    zf.And(self.is_inf(a), mb == 0), zf.And(ma == 0, self.is_inf(b)))
+                    zf.And(self.is_inf(a), b_zero), zf.And(a_zero, self.is_inf(b)))
         return zf.If(nan, self.nan(),
                zf.If(zf.Or(self.is_inf(a), self.is_inf(b)), self.mk(s, self.INF),
-               zf.If(zf.Or(ma == 0, mb == 0), self.mk(s, 0),
-               zf.If(ma == one, self.mk(s, mb),
-               zf.If(mb == one, self.mk(s, ma),
+               zf.If(zf.Or(a_zero, b_zero), self.mk(s, 0),
+               zf.If(zf.Eq(ma, one), self.mk(s, mb),
+               zf.If(zf.Eq(mb, one), self.mk(s, ma),
                      self.mk(s, self._scaled(ma, mb, f(ma, mb) & f(mb, ma))))))))
 
     @_memoized

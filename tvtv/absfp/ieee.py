@@ -48,10 +48,10 @@ class IEEEFloats(ScalarDomain):
         return z3.fpNaN(self.sort)
 
     def is_nan(self, a):
-        return z3.fpIsNaN(a)
+        return zf.fpIsNaN(a)
 
     def is_inf(self, a):
-        return z3.fpIsInf(a)
+        return zf.fpIsInf(a)
 
     def add(self, a, b):
         return z3.fpAdd(RNE, a, b)
@@ -74,17 +74,17 @@ class IEEEFloats(ScalarDomain):
         return z3.fpAbs(a)
 
     def lt(self, a, b):
-        return z3.fpLT(a, b)
+        return zf.fpLT(a, b)
 
     def le(self, a, b):
-        return z3.fpLEQ(a, b)
+        return zf.fpLEQ(a, b)
 
     def eq(self, a, b):
-        return z3.fpEQ(a, b)
+        return zf.fpEQ(a, b)
 
     def same(self, a, b):
         # SMT-LIB `=` on floats is identity: one NaN, and +0 ≠ -0.
-        return zf.Or(zf.And(z3.fpIsNaN(a), z3.fpIsNaN(b)), a == b)
+        return zf.Or(zf.And(zf.fpIsNaN(a), zf.fpIsNaN(b)), a == b)
 
     def _uf(self, name: str, arity: int) -> z3.FuncDeclRef:
         if name not in self._ufs:
@@ -103,15 +103,15 @@ class IEEEFloats(ScalarDomain):
         top = special.bound(rule, self.dtype)
         if rule.odd:
             h = self._bounded(f(z3.fpAbs(x)), top)
-            general = zf.If(z3.fpIsNegative(x), z3.fpNeg(h), h)
+            general = zf.If(zf.fpIsNegative(x), z3.fpNeg(h), h)
         elif rule.nonneg:
             general = self._bounded(z3.fpAbs(f(x)), top)
         else:
             general = self._bounded(f(x), top)
         if rule.nan_below_zero:
-            general = zf.If(z3.fpIsNegative(x), self.nan(), general)
+            general = zf.If(zf.fpIsNegative(x), self.nan(), general)
         cases = {
-            "nan": z3.fpIsNaN(x),
+            "nan": zf.fpIsNaN(x),
             "+inf": x == z3.fpPlusInfinity(self.sort), "-inf": x == z3.fpMinusInfinity(self.sort),
             "+0": x == z3.fpPlusZero(self.sort), "-0": x == z3.fpMinusZero(self.sort),
             "+1": x == self.const(1.0), "-1": x == self.const(-1.0),
@@ -128,19 +128,19 @@ class IEEEFloats(ScalarDomain):
         if bound is None:
             return h
         top = self.const(bound)
-        return zf.If(z3.fpLEQ(z3.fpAbs(h), top), h, top)
+        return zf.If(zf.fpLEQ(z3.fpAbs(h), top), h, top)
 
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:
             raise Unsupported(f"float function {fname}")
         f = self._uf(fname, 2)
-        general = zf.If(zf.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(), f(a, b))
+        general = zf.If(zf.Or(zf.fpIsNaN(a), zf.fpIsNaN(b)), self.nan(), f(a, b))
         if fname == "pow":
             one = self.const(1.0)
-            return zf.If(zf.Or(z3.fpIsZero(b), a == one), one, general)
+            return zf.If(zf.Or(zf.fpIsZero(b), a == one), one, general)
         if fname == "log_add_exp":
-            return zf.If(zf.Or(z3.fpIsNaN(a), z3.fpIsNaN(b)), self.nan(),
-                         zf.If(z3.fpLT(a, b), f(a, b), f(b, a)))
+            return zf.If(zf.Or(zf.fpIsNaN(a), zf.fpIsNaN(b)), self.nan(),
+                         zf.If(zf.fpLT(a, b), f(a, b), f(b, a)))
         return general
 
 
@@ -173,8 +173,8 @@ class IEEEModel(FloatModel):
             t = z3.fpRoundToIntegral(z3.RTZ(), x)
             lo = -(1 << (d.bits - 1)) if d.signed else 0
             hi = 1 << (d.bits - 1) if d.signed else 1 << d.bits     # exclusive
-            in_range = zf.And(zf.Not(z3.fpIsNaN(x)), zf.Not(z3.fpIsInf(x)),
-                              z3.fpGEQ(t, _int_bound(lo, s.sort)), z3.fpLT(t, _int_bound(hi, s.sort)))
+            in_range = zf.And(zf.Not(zf.fpIsNaN(x)), zf.Not(zf.fpIsInf(x)),
+                              zf.fpGEQ(t, _int_bound(lo, s.sort)), zf.fpLT(t, _int_bound(hi, s.sort)))
             self.on_ub(zf.Not(in_range), f"astype {src}->{dst} of NaN, inf or an out-of-range value")
             return (z3.fpToSBV(z3.RTZ(), x, d.sort) if d.signed else z3.fpToUBV(z3.RTZ(), x, d.sort))
         raise Unsupported(f"astype {src} -> {dst}")

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import z3
 from z3 import z3core
 
+from tvtv import z3fast as zf
 from tvtv import z3raw
 
 # Operators whose arguments may be reordered without changing the value.
@@ -392,9 +393,7 @@ class Canonicalizer:
         if not self._premises:
             return z3.simplify(term)
         keys = [k for k, _ in self._premises]
-        batch = z3.Function("tvtv_premise_batch", *[k.sort() for k in keys], term.sort(),
-                            z3.BoolSort())
-        both = z3.simplify(batch(*keys, term))
+        both = z3.simplify(zf.batch("tvtv_premise_batch", [*keys, term]))
         for k, (_, value) in enumerate(self._premises):
             form = both.arg(k)
             if z3.is_app(form) and not z3.is_false(form) and not z3.is_true(form) \
@@ -418,8 +417,7 @@ class Canonicalizer:
             return []
         if len(terms) == 1:
             return [self(terms[0])]
-        batch = z3.Function("tvtv_canon_batch", *[t.sort() for t in terms], z3.BoolSort())
-        out = self(batch(*terms))
+        out = self(zf.batch("tvtv_canon_batch", terms))
         return [out.arg(k) for k in range(len(terms))]
 
     def pairs(self, xs: Sequence[z3.ExprRef], ys: Sequence[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
@@ -433,15 +431,13 @@ class Canonicalizer:
         if n == 0:
             return []
         terms = [*xs, *ys]
-        batch = z3.Function("tvtv_canon_batch", *[t.sort() for t in terms], z3.BoolSort())
-        simple = self._simplify(batch(*terms))
+        simple = self._simplify(zf.batch("tvtv_canon_batch", terms))
         forms = [(simple.arg(k), simple.arg(n + k)) for k in range(n)]
         rest = [k for k, (x, y) in enumerate(forms) if not z3.eq(x, y)]
         if not rest:
             return forms
         walked = [*[forms[k][0] for k in rest], *[forms[k][1] for k in rest]]
-        sub = z3.Function("tvtv_canon_batch", *[t.sort() for t in walked], z3.BoolSort())
-        out = self._rounds(sub(*walked))
+        out = self._rounds(zf.batch("tvtv_canon_batch", walked))
         for pos, k in enumerate(rest):
             forms[k] = (out.arg(pos), out.arg(len(rest) + pos))
         return forms

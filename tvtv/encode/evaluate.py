@@ -450,7 +450,7 @@ def _bundle_values(terms: Sequence[z3.ExprRef], dtype: str, walk: Any) -> list[A
     simplified with the applications `walk` gives values substituted, round by round."""
     if not terms:
         return []
-    bundle = z3.Function("tvtv_bundle", *[t.sort() for t in terms], z3.BoolSort())(*terms)
+    bundle = zf.batch("tvtv_bundle", terms)
     v = z3.simplify(bundle)
     for _ in range(LIBM_ROUNDS):
         if all(_numeral_value(c, dtype) is not None for c in v.children()):

@@ -188,9 +188,9 @@ def fmod(dom: ScalarDomain, a: Term, b: Term) -> Term:
     """
     if isinstance(a.sort(), z3.FPSortRef):
         r = z3.fpRem(a, b)
-        adj = zf.If(z3.fpIsNegative(a), z3.fpNeg(z3.fpAbs(b)), z3.fpAbs(b))
-        fix = zf.And(zf.Not(z3.fpIsZero(r)), zf.Not(z3.fpIsNaN(r)),
-                     z3.fpIsNegative(r) != z3.fpIsNegative(a))
+        adj = zf.If(zf.fpIsNegative(a), z3.fpNeg(z3.fpAbs(b)), z3.fpAbs(b))
+        fix = zf.And(zf.Not(zf.fpIsZero(r)), zf.Not(zf.fpIsNaN(r)),
+                     zf.fpIsNegative(r) != zf.fpIsNegative(a))
         return zf.If(fix, z3.fpAdd(z3.RNE(), r, adj), r)
     zero = dom.zero()
     f = dom.abs(dom.binary("fmod", a, b))

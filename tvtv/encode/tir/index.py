@@ -33,7 +33,12 @@ class Ix:
 
     @property
     def const(self) -> int | None:
-        return self.lo if self.lo == self.hi and z3.is_bv_value(self.term) else None
+        if self.lo != self.hi:
+            return None
+        # (a numeral made by z3py is a BitVecNumRef; the class test spares is_bv_value's
+        # several C calls, asked for every index the TIR interpreter folds)
+        t = self.term
+        return self.lo if type(t) is z3.BitVecNumRef or z3.is_bv_value(t) else None
 
     @property
     def nonneg(self) -> bool:

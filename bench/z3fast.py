@@ -4,29 +4,19 @@ First each constructor alone (z3py's call against z3fast's, same arguments, many
 zero-pipeline graphs checked twice, once as tvtv runs them and once with every z3fast
 function replaced by the z3py function it stands for (`zf.And = z3.And`, ...), interleaved
 graph by graph in one run (the machines are shared and noisy, so only the ratios are
-meaningful; which way goes first alternates). Each check runs in a process of its own, as
-`bench/float_memo.py` explains. Both ways build the same terms, so the verdicts must agree.
+meaningful; `bench/zero_pairs.py` runs them). Both ways build the same terms, so the
+verdicts must agree.
 
     .venv/bin/python bench/z3fast.py [--graphs 12] [--timeout 300]
-
-The options are those of `tvtv check --pass zero --case-timeout 300 --assume
-no-nan,no-inf,no-signed-zeros,per-operation,op-rounding`.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import subprocess
 import sys
-import time
 import timeit
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-ASSUME = "no-nan,no-inf,no-signed-zeros,per-operation,op-rounding"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zero_pairs  # noqa: E402  (bench/ is not a package)
 
 
 def z3py_way() -> None:
@@ -71,70 +61,5 @@ def constructors(number: int = 20000) -> None:
         print(f"{label:>18} {s:8.2f} {t:9.2f} {t / s:6.2f}")
 
 
-def one(index: int, fast: bool) -> dict:
-    """Check graph `index` in this process: {"seconds", "verdict"}."""
-    from tvtv import cli, runner
-    if not fast:
-        z3py_way()
-    options = cli._float_options(None, [ASSUME])
-    options["budget"] = 100.0
-    config = runner.RunConfig(pass_name="zero", generator="simple", seed=0, min_ops=10,
-                              max_ops=30, float_options=options)
-    case = runner.generated_cases(config, index + 1)[index]
-    start = time.perf_counter()
-    results = runner.run_case_in_worker(case, config, None)
-    return {"seconds": time.perf_counter() - start,
-            "verdict": "/".join(r.verdict for r in results)}
-
-
-def child(index: int, fast: bool, timeout: float) -> tuple[float, str]:
-    """(seconds, verdict) of graph `index` checked in a fresh process; a check that outlives
-    `timeout` counts as `timeout` seconds, verdict "timeout"."""
-    way = "z3fast" if fast else "z3py"
-    cmd = [sys.executable, __file__, "--one", str(index), "--way", way]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return timeout, "timeout"
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise SystemExit(f"graph {index} ({way}) failed:\n{out.stderr[-2000:]}")
-    found = json.loads(lines[-1])
-    return found["seconds"], found["verdict"]
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--graphs", type=int, default=12)
-    ap.add_argument("--timeout", type=float, default=300.0)
-    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--way", choices=["z3fast", "z3py"], help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one is not None:
-        print(json.dumps(one(args.one, args.way == "z3fast")))
-        return
-    constructors()
-    totals = {"z3fast": 0.0, "z3py": 0.0}
-    ratios: list[float] = []
-    differ = 0
-    print(f"\n{'graph':>6} {'z3fast s':>9} {'z3py s':>8}  verdicts (z3fast / z3py)")
-    for k in range(args.graphs):
-        if k % 2:
-            u, w = child(k, False, args.timeout)
-            t, v = child(k, True, args.timeout)
-        else:
-            t, v = child(k, True, args.timeout)
-            u, w = child(k, False, args.timeout)
-        totals["z3fast"] += t
-        totals["z3py"] += u
-        ratios.append(t / u)
-        differ += v != w
-        print(f"{k:>6} {t:9.2f} {u:8.2f}  {v} / {w}", flush=True)
-    print(f"total: z3fast {totals['z3fast']:.1f} s, z3py {totals['z3py']:.1f} s; "
-          f"z3fast / z3py = {totals['z3fast'] / totals['z3py']:.2f}; geometric mean of the "
-          f"per-graph ratios {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}; "
-          f"verdicts differing: {differ}")
-
-
 if __name__ == "__main__":
-    main()
+    zero_pairs.main(__file__, {"z3fast": None, "z3py": z3py_way}, before=constructors)

@@ -174,14 +174,20 @@ def Concat(a: Any, b: Any) -> z3.BitVecRef:
     return _BV(z3core.Z3_mk_concat(a.ctx_ref(), a.as_ast(), b.as_ast()), a.ctx)
 
 
-def _unsigned(mk: Any, slow: Any) -> Any:
+def _comparison(mk: Any, slow: Any, classes: tuple[type, ...], what: str) -> Any:
+    """A fast `slow(a, b)` for two terms whose classes are in `classes`, made by the C
+    function `mk`."""
     def compare(a: Any, b: Any) -> z3.BoolRef:
-        if type(a) not in _BV_CLASSES or type(b) not in _BV_CLASSES or a.ctx is not b.ctx:
+        if type(a) not in classes or type(b) not in classes or a.ctx is not b.ctx:
             return slow(a, b)
         return _BOOL(mk(a.ctx_ref(), a.as_ast(), b.as_ast()), a.ctx)
     compare.__name__ = slow.__name__
-    compare.__doc__ = f"`z3.{slow.__name__}(a, b)` of two bit-vector terms."
+    compare.__doc__ = f"`z3.{slow.__name__}(a, b)` of two {what} terms."
     return compare
+
+
+def _unsigned(mk: Any, slow: Any) -> Any:
+    return _comparison(mk, slow, _BV_CLASSES, "bit-vector")
 
 
 ULT = _unsigned(z3core.Z3_mk_bvult, z3.ULT)
@@ -212,13 +218,7 @@ def _fp_predicate(mk: Any, slow: Any) -> Any:
 
 
 def _fp_comparison(mk: Any, slow: Any) -> Any:
-    def compare(a: Any, b: Any) -> z3.BoolRef:
-        if type(a) not in _FP_CLASSES or type(b) not in _FP_CLASSES or a.ctx is not b.ctx:
-            return slow(a, b)
-        return _BOOL(mk(a.ctx_ref(), a.as_ast(), b.as_ast()), a.ctx)
-    compare.__name__ = slow.__name__
-    compare.__doc__ = f"`z3.{slow.__name__}(a, b)` of two float terms."
-    return compare
+    return _comparison(mk, slow, _FP_CLASSES, "float")
 
 
 fpIsNaN = _fp_predicate(z3core.Z3_mk_fpa_is_nan, z3.fpIsNaN)

@@ -10,14 +10,18 @@ from typing import Any
 GRACE = 5.0
 
 
+def signal_name(number: int) -> str:
+    """The name of signal `number` (SIGSEGV, SIGFPE, ...), or "unknown signal"."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
 def crash_reason(exitcode: int | None) -> str:
     """Why a worker process died, from its exit code (negative: killed by that signal)."""
     if exitcode is not None and exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = "unknown signal"
-        return f"worker crashed: signal {-exitcode} ({name})"
+        return f"worker crashed: signal {-exitcode} ({signal_name(-exitcode)})"
     if exitcode:
         return f"worker crashed: exit status {exitcode}"
     return "worker crashed: it exited without a result"

@@ -36,8 +36,6 @@ _VALUE_CLASS: dict[type, type] = {
 }
 _INDEX_CLASSES = (z3.BitVecRef, z3.BitVecNumRef)
 _ARRAY_CLASSES = (z3.ArrayRef, z3.QuantifierRef)    # (a lambda is a QuantifierRef)
-_SORT = z3core.Z3_get_sort
-_SORT_ID = z3core.Z3_get_sort_id
 
 # (id of the context, id of an array's sort) -> (the sort, the class z3py gives its
 # elements); the sort is kept so that Z3 cannot give its id to another sort (ids of freed
@@ -103,7 +101,7 @@ def Select(arr: Any, i: Any) -> Any:
         return z3.Select(arr, i)
     ctx = arr.ctx
     ref, a = ctx.ref(), arr.as_ast()
-    key = (id(ctx), _SORT_ID(ref, _SORT(ref, a)))
+    key = (id(ctx), z3raw.SORT_ID(ref, z3raw.SORT(ref, a)))
     hit = _ELEMENT_CLASS.get(key)
     if hit is None:
         term = z3.Select(arr, i)
@@ -186,14 +184,10 @@ def _comparison(mk: Any, slow: Any, classes: tuple[type, ...], what: str) -> Any
     return compare
 
 
-def _unsigned(mk: Any, slow: Any) -> Any:
-    return _comparison(mk, slow, _BV_CLASSES, "bit-vector")
-
-
-ULT = _unsigned(z3core.Z3_mk_bvult, z3.ULT)
-ULE = _unsigned(z3core.Z3_mk_bvule, z3.ULE)
-UGT = _unsigned(z3core.Z3_mk_bvugt, z3.UGT)
-UGE = _unsigned(z3core.Z3_mk_bvuge, z3.UGE)
+ULT = _comparison(z3core.Z3_mk_bvult, z3.ULT, _BV_CLASSES, "bit-vector")
+ULE = _comparison(z3core.Z3_mk_bvule, z3.ULE, _BV_CLASSES, "bit-vector")
+UGT = _comparison(z3core.Z3_mk_bvugt, z3.UGT, _BV_CLASSES, "bit-vector")
+UGE = _comparison(z3core.Z3_mk_bvuge, z3.UGE, _BV_CLASSES, "bit-vector")
 
 
 def EqNumeral(a: Any, numeral: Any) -> z3.BoolRef:
@@ -217,20 +211,16 @@ def _fp_predicate(mk: Any, slow: Any) -> Any:
     return predicate
 
 
-def _fp_comparison(mk: Any, slow: Any) -> Any:
-    return _comparison(mk, slow, _FP_CLASSES, "float")
-
-
 fpIsNaN = _fp_predicate(z3core.Z3_mk_fpa_is_nan, z3.fpIsNaN)
 fpIsInf = _fp_predicate(z3core.Z3_mk_fpa_is_infinite, z3.fpIsInf)
 fpIsZero = _fp_predicate(z3core.Z3_mk_fpa_is_zero, z3.fpIsZero)
 fpIsNegative = _fp_predicate(z3core.Z3_mk_fpa_is_negative, z3.fpIsNegative)
 fpIsPositive = _fp_predicate(z3core.Z3_mk_fpa_is_positive, z3.fpIsPositive)
-fpLT = _fp_comparison(z3core.Z3_mk_fpa_lt, z3.fpLT)
-fpLEQ = _fp_comparison(z3core.Z3_mk_fpa_leq, z3.fpLEQ)
-fpGT = _fp_comparison(z3core.Z3_mk_fpa_gt, z3.fpGT)
-fpGEQ = _fp_comparison(z3core.Z3_mk_fpa_geq, z3.fpGEQ)
-fpEQ = _fp_comparison(z3core.Z3_mk_fpa_eq, z3.fpEQ)
+fpLT = _comparison(z3core.Z3_mk_fpa_lt, z3.fpLT, _FP_CLASSES, "float")
+fpLEQ = _comparison(z3core.Z3_mk_fpa_leq, z3.fpLEQ, _FP_CLASSES, "float")
+fpGT = _comparison(z3core.Z3_mk_fpa_gt, z3.fpGT, _FP_CLASSES, "float")
+fpGEQ = _comparison(z3core.Z3_mk_fpa_geq, z3.fpGEQ, _FP_CLASSES, "float")
+fpEQ = _comparison(z3core.Z3_mk_fpa_eq, z3.fpEQ, _FP_CLASSES, "float")
 
 
 def batch(name: str, terms: Any) -> z3.BoolRef:

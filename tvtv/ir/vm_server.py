@@ -14,13 +14,14 @@ import atexit
 import json
 import os
 import select
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import IO
+
+from tvtv.processes import signal_name
 
 MAX_REQUESTS = 64
 
@@ -103,10 +104,7 @@ class VMServer:
         last = self._last_error_line()
         status = f"exit status {code}"
         if code < 0:    # killed by a signal: SIGFPE for an integer division by zero, SIGSEGV
-            try:
-                status += f", {signal.Signals(-code).name}"
-            except ValueError:
-                pass
+            status += f", {signal_name(-code)}"
         return f"{DIED} ({status})" + (f": {last}" if last else "")
 
     def _last_error_line(self) -> str:

@@ -14,7 +14,8 @@ from tvtv.encode.function import operator_lemmas
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
-from tvtv.refinement import IEEE_TIMED_OUT, Options, check_programs, refine_timeout, separates
+from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, refine_timeout,
+                             separates)
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -215,6 +216,8 @@ def _finite_retry_reason(r: Result, poisoned: bool | None, opts: Options,
         return f"the counterexample's run is poison ({r.counterexample.message})"
     if _solver_undecided(r):
         return f"undecided ({r.reason})"
+    if r.verdict == UNKNOWN and (r.reason or "").startswith(POISONED_RUN):
+        return r.reason
     if confirm_vm and r.verdict == UNKNOWN and UNCONFIRMED in r.levels:
         return r.reason
     # (a lifted counterexample is confirmed already: the VM against the specification)

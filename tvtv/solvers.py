@@ -15,6 +15,8 @@ the verdict reports instead of trusting either, as mlir-tv's "inconsistent outpu
 Z3 itself is asked in stages (`Z3_STRATEGIES`, `z3_slices`): its default solver first, briefly,
 then its `qfufbv` tactic, then the default solver again with the time left. Each stage is a
 complete Z3 solver on the same facts, so the first sat or unsat answer is the query's answer.
+A query may name its own order (`Query.strategies`): a check asks first the strategy that
+answered its last query that a later stage decided (`tvtv.refinement._check`).
 
 Z3's memory is bounded per process (`limit_z3_memory`, set when this module is imported): a
 stage that would hold more gives up ("max. memory exceeded") and the query goes on to the next
@@ -107,11 +109,14 @@ def _z3_solver(strategy: str) -> z3.Solver:
 class Query:
     """One satisfiability query: `add` facts, `check`, then `model` (a Z3 model) if sat."""
 
-    def __init__(self, backend: str = "z3", timeout: float = 30.0) -> None:
+    def __init__(self, backend: str = "z3", timeout: float = 30.0,
+                 strategies: Sequence[str] = ()) -> None:
         if backend not in SOLVERS:
             raise ValueError(f"unknown solver {backend!r} (choose from {', '.join(SOLVERS)})")
         self.backend = backend
         self.timeout = timeout
+        # Z3's strategies in the order `z3_slices` tries them (empty: `Z3_STRATEGIES`)
+        self.strategies = tuple(strategies)
         self.facts: list[z3.BoolRef] = []
         self.answers: dict[str, str] = {}
         self.disagreement: str | None = None
@@ -142,7 +147,7 @@ class Query:
         solvers: dict[str, z3.Solver] = {}
         reason = ""
         out_of_memory = ""   # a stage that gave up on memory is named in the reason
-        for strategy, seconds in z3_slices(self.timeout):
+        for strategy, seconds in z3_slices(self.timeout, self.strategies):
             seconds = min(seconds, deadline - time.perf_counter())
             if seconds < MIN_SLICE and solvers:
                 break

@@ -25,14 +25,15 @@ def fixed_way() -> None:
     from tvtv import refinement
     learning = refinement._check
 
-    def check(s):
-        order = refinement._ORDER.get()
-        saved = list(order) if order is not None else None
+    def check(s, kind=""):
+        orders = refinement._ORDER.get()
+        saved = {k: list(v) for k, v in orders.items()} if orders is not None else None
         try:
-            return learning(s)
+            return learning(s, kind)
         finally:
             if saved is not None:
-                order[:] = saved
+                orders.clear()
+                orders.update(saved)
     refinement._check = check
 
 

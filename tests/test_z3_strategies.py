@@ -121,24 +121,31 @@ def _factoring() -> list[z3.BoolRef]:
 
 
 def test_a_check_asks_first_the_strategy_that_answered_last(monkeypatch):
-    """Within a check (`refinement._ORDER`), a query answered by a later stage moves that
-    strategy to the front for the next queries, and back when the other answers instead.
-    With a first slice of 1 ms the first stage never decides the factoring, so the second
-    always answers."""
+    """Within a check (`refinement._ORDER`), a query of a kind answered by a later stage
+    moves that strategy to the front for the kind's next queries, and back when the other
+    answers instead; other kinds, and queries of no kind, keep the fixed order. With a
+    first slice of 1 ms the first stage never decides the factoring, so the second always
+    answers."""
     from tvtv import refinement
     monkeypatch.setattr(solvers, "FIRST_SLICE", 0.001)
-    token = refinement._ORDER.set(["smt", "qfufbv"])
+    token = refinement._ORDER.set({})
     try:
-        q = refinement._solver(10.0)
+        q = refinement._solver(10.0, kind="element")
         assert z3_slices(q.timeout, q.strategies)[0][0] == "smt"
         q.add(*_factoring())
-        assert refinement._check(q) == z3.sat and q.strategy == "qfufbv"
-        assert refinement._ORDER.get() == ["qfufbv", "smt"]
-        q = refinement._solver(10.0)
+        assert refinement._check(q, "element") == z3.sat and q.strategy == "qfufbv"
+        assert refinement._ORDER.get() == {"element": ["qfufbv", "smt"]}
+        assert refinement._solver(10.0, kind="group").strategies == ()
+        assert refinement._solver(10.0).strategies == ()
+        q = refinement._solver(10.0, kind="element")
         assert q.strategies == ("qfufbv", "smt")
         q.add(*_factoring())
-        assert refinement._check(q) == z3.sat and q.strategy == "smt"
-        assert refinement._ORDER.get() == ["smt", "qfufbv"]
+        assert refinement._check(q, "element") == z3.sat and q.strategy == "smt"
+        assert refinement._ORDER.get() == {"element": ["smt", "qfufbv"]}
+        q = refinement._solver(10.0)          # no kind: nothing is learnt
+        q.add(*_factoring())
+        assert refinement._check(q) == z3.sat and q.strategy == "qfufbv"
+        assert refinement._ORDER.get() == {"element": ["smt", "qfufbv"]}
     finally:
         refinement._ORDER.reset(token)
 

@@ -14,8 +14,8 @@ from tvtv.encode.function import operator_lemmas
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
-from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, refine_timeout,
-                             separates)
+from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, executing,
+                             refine_timeout, separates)
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -123,7 +123,11 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
     if lifted is not None:
         results = lifted
     else:
-        with operator_lemmas(proved):
+        def run(fname: str, cex: Any) -> bool | None:
+            """`cex` of function `fname` confirmed on the VM, as below (`executing`)."""
+            params = [p.name for p in src.functions[fname].params]
+            return confirm.confirm(before, after, fname, params, cex, tuple(opts.assume), opts.fp)
+        with operator_lemmas(proved), executing(run if confirm_vm else None):
             results = check_programs(src, tgt, opts, pass_name, label)
     if proved is not None:   # the lemmas are part of the check: their time counts
         for r in results:

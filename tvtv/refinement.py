@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextvars
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import z3
@@ -56,6 +57,8 @@ IEEE_TIMED_OUT = "fp: ieee timed out"
 # it (`_poisoned_in_model`): `tvtv.api` checks such a function again on the runs without
 # NaN/inf inside (`Options.finite_runs`)
 POISONED_RUN = "the counterexample's run computes a NaN or an infinity inside, as the model that found it computes"
+# in `levels` when execution showed a counterexample the IEEE evaluation did not (`executing`)
+SHOWN_BY_EXECUTION = "counterexample shown by execution before the IEEE model was asked"
 
 
 @dataclass
@@ -268,20 +271,25 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("tvtv_deadline", default=None)
 
 
-# Z3's strategies in the order the check in progress asks them (`_check` learns it), or None
-_ORDER: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("tvtv_order", default=None)
+# Z3's strategies in the order the check in progress asks each kind of alike queries ("element":
+# an output's elements one by one, "group": its groups of symmetric elements), as `_check`
+# learns it; None outside a check
+_ORDER: contextvars.ContextVar[dict[str, list[str]] | None] = \
+    contextvars.ContextVar("tvtv_order", default=None)
 
 
-def _solver(timeout: float, backend: str | None = None) -> Query:
-    """A query of at most `timeout` seconds, and no longer than the check's budget allows,
-    with Z3's strategies in the order the check has learnt (`_check`)."""
+def _solver(timeout: float, backend: str | None = None, kind: str = "") -> Query:
+    """A query of at most `timeout` seconds, and no longer than the check's budget allows;
+    one of `kind` (see `_ORDER`) asks Z3's strategies in the order the check has learnt for
+    that kind (`_check`), any other in the fixed order."""
     deadline = _DEADLINE.get()
     if deadline is not None:
         left = deadline - time.perf_counter()
         if left <= 0:
             raise _Timeout("the check's time budget is spent")
         timeout = min(timeout, left)
-    order = _ORDER.get()
+    orders = _ORDER.get()
+    order = orders.get(kind) if orders is not None and kind else None
     return Query(backend or _RUN.get().solver, timeout, tuple(order) if order else ())
 
 
@@ -291,16 +299,42 @@ def _budget_spent() -> bool:
     return deadline is not None and time.perf_counter() >= deadline
 
 
-def _check(s: Query) -> z3.CheckSatResult:
+# runs a counterexample of the named function on the VM (True: execution shows it; it may
+# replace the inputs by drawn ones that show a difference), or None: `executing`
+_EXECUTE: contextvars.ContextVar[Callable[[str, Counterexample], bool | None] | None] = \
+    contextvars.ContextVar("tvtv_execute", default=None)
+
+
+@contextmanager
+def executing(run: Callable[[str, Counterexample], bool | None] | None) -> Iterator[None]:
+    """Within: a counterexample that evaluation in the IEEE model does not show is run first
+    (`run(function name, counterexample)`, `tvtv.api`: `confirm.confirm` on the VM) and,
+    shown, is the verdict at once, confirmed; only then is the IEEE model asked (a solver
+    query of up to 10 s, which mostly times out on a whole graph's TIR) and the ladder
+    climbed. FuseTIR's seed-0 graph 19: two such queries, 20 s, before the last rung's
+    counterexample was shown on the VM."""
+    token = _EXECUTE.set(run)
+    try:
+        yield
+    finally:
+        _EXECUTE.reset(token)
+
+
+def _check(s: Query, kind: str = "") -> z3.CheckSatResult:
+    """`s`'s answer (a timeout raises `_Timeout`); for a query of `kind` (`_solver`), the
+    order of that kind's next queries learnt from it."""
     r = s.check()
-    order = _ORDER.get()
-    if order is not None and s.strategy and s.strategy != order[0]:
-        # the first strategy ran out of its slice and a later one answered: a check's queries
-        # are alike (an output's elements one by one), so the next ones ask that one first
-        # (zero seed-0 graph 6: 50 element queries, each 1 s undecided in the default solver
-        # and then proved in 0.1-0.2 s by qfufbv). It moves back when the other answers.
-        order.remove(s.strategy)
-        order.insert(0, s.strategy)
+    orders = _ORDER.get()
+    if kind and orders is not None and s.strategy:
+        order = orders.setdefault(kind, list(s.strategies or solvers_mod.Z3_STRATEGIES))
+        if s.strategy != order[0]:
+            # the first strategy ran out of its slice and a later one answered: the queries of
+            # a kind are alike, so the next ones ask that one first (zero seed-0 graph 6: 50
+            # element queries, each 1 s undecided in the default solver, then proved in
+            # 0.1-0.2 s by qfufbv). It moves back when the other answers. Kinds are kept
+            # apart: a group query (a skeleton over renamed inputs) is not like the others.
+            order.remove(s.strategy)
+            order.insert(0, s.strategy)
     if s.disagreement is not None:
         _DISAGREEMENTS.get().append(s.disagreement)
     if r == z3.unknown:
@@ -515,10 +549,10 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
     (a symbolic index keeps Z3 in bit-vector division and modulo, where it is slow: measured
     on the zero pipeline, 5 s timeouts where the element query took 0.2 s). The rest get one
     query of their own, sharing the budget; the undecided ones finally one query together."""
-    def ask(facts: list, budget: float) -> z3.ModelRef | None:
-        q = _solver(budget)
+    def ask(facts: list, budget: float, kind: str = "") -> z3.ModelRef | None:
+        q = _solver(budget, kind=kind)
         q.add(*pre, wd_src, wd_tgt, *facts)
-        return q.model() if _check(q) == z3.sat else None
+        return q.model() if _check(q, kind) == z3.sat else None
 
     i = z3.BitVec(f"tvtv_out{k}_index", INDEX_BITS)
     same = assume_mod.same_output(enc.options.assume, dom, a.at(i), b.at(i))
@@ -556,7 +590,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
         quick, probed, spent = True, set(), time.perf_counter()
         for j, c in differing[::(len(differing) - 1) // (PROBES - 1)][:PROBES]:
             try:
-                m = ask([zf.Not(c)], min(timeout, PROBE_BUDGET))
+                m = ask([zf.Not(c)], min(timeout, PROBE_BUDGET), "element")
             except _Timeout:
                 quick = False
                 break
@@ -584,7 +618,7 @@ def _differing_index(enc: _Encoded, pre: list, wd_src: z3.BoolRef, wd_tgt: z3.Bo
             break
         share = max(left / (len(differing) - pos), MIN_ELEMENT_BUDGET)
         try:
-            m = ask([zf.Not(c)], share)
+            m = ask([zf.Not(c)], share, "element")
         except _Timeout:
             open_elems.append((j, c))
             continue
@@ -635,10 +669,10 @@ def _prove_groups(enc: _Encoded, premises: list, differing: list[tuple[int, z3.B
         left = deadline - time.perf_counter()
         if left <= 0 or _budget_spent():
             break
-        q = _solver(min(timeout, max(left, MIN_ELEMENT_BUDGET)))
+        q = _solver(min(timeout, max(left, MIN_ELEMENT_BUDGET)), kind="group")
         q.add(*symmetry.general_premises(group, premises), zf.Not(group.skeleton))
         try:
-            if _check(q) == z3.unsat:
+            if _check(q, "group") == z3.unsat:
                 proved.update(j for j, _ in group.members)
         except _Timeout:
             break
@@ -807,7 +841,7 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
     # the budget's deadline holds for this check only (a stale one would cut whatever the
     # caller encodes or compares next)
     token = _DEADLINE.set(None if options.budget is None else start + options.budget)
-    order = _ORDER.set(list(solvers_mod.Z3_STRATEGIES))     # learnt anew for each check
+    order = _ORDER.set({})     # learnt anew for each check
     try:
         return _check_function(src_prog, tgt_prog, name, options, pass_name, label, start)
     finally:
@@ -868,6 +902,19 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
         r = result(UNKNOWN, reason, levels=levels)
         r.candidate = climbed_past
         return r
+
+    execute = _EXECUTE.get()
+    executed: set[bytes] = set()     # the inputs run so far (`executing`), each once
+
+    def shown_by_execution(cex: Counterexample) -> bool:
+        if execute is None or cex.kind not in ("value", "ub"):
+            return False
+        key = b"".join(np.ascontiguousarray(v).tobytes() for v in cex.inputs.values()
+                       if not isinstance(v, tuple))
+        if key in executed:
+            return False
+        executed.add(key)
+        return execute(name, cex) is True
     rungs = ladder(options.tir)
     for rung_no, rung in enumerate(rungs):
         # abstraction ladder (mlir-tv §6.3): climb on an unconfirmed counterexample or a
@@ -936,6 +983,11 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         levels.append(f"per-operation: {POISONED_RUN}")
                         climbed_past = cex
                         return undecided(f"{POISONED_RUN} ({fp} model: {cex.message})")
+                    if cex.confirmed_ieee is None and shown_by_execution(cex):
+                        levels.append(SHOWN_BY_EXECUTION)
+                        r = result(COUNTEREXAMPLE, cex.message, cex, levels)
+                        r.confirmed = True
+                        return r
                     if cex.confirmed_ieee is None and abstract_cex is not None \
                             and _same_place(cex, abstract_cex):
                         # the IEEE model found the abstract model's counterexample again (a

@@ -15,8 +15,9 @@ the verdict reports instead of trusting either, as mlir-tv's "inconsistent outpu
 Z3 itself is asked in stages (`Z3_STRATEGIES`, `z3_slices`): its default solver first, briefly,
 then its `qfufbv` tactic, then the default solver again with the time left. Each stage is a
 complete Z3 solver on the same facts, so the first sat or unsat answer is the query's answer.
-A query may name its own order (`Query.strategies`): a check asks first the strategy that
-answered its last query that a later stage decided (`tvtv.refinement._check`).
+A query may name its own order (`Query.strategies`): a check asks its element queries (and,
+apart, its group queries) first with the strategy that answered the last one of that kind a
+later stage decided (`tvtv.refinement._check`).
 
 Z3's memory is bounded per process (`limit_z3_memory`, set when this module is imported): a
 stage that would hold more gives up ("max. memory exceeded") and the query goes on to the next

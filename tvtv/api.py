@@ -91,9 +91,7 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
 
     def shown(a: Any, b: Any, j: int, cex: Any) -> bool | None:
         fn = src_prog.public_functions()[j]
-        executed = confirm.confirm(a, b, fn.name, [p.name for p in fn.params], cex,
-                                   tuple(opts.assume), opts.fp) \
-            if confirm_vm else None
+        executed = _confirm_on_vm(a, b, fn, cex, opts) if confirm_vm else None
         # the IEEE model's word is asked only when execution does not show the difference
         # (it took its full 10 s, undecided, on zero graph 29's argmax finding that
         # execution shows in 3 s); not in the real model, where a bit of rounding is none
@@ -110,6 +108,13 @@ def _verify_through(before: Any, after: Any, spec: passes.PassSpec, opts: Option
     return report
 
 
+def _confirm_on_vm(before: Any, after: Any, fn: Any, cex: Any, opts: Options) -> bool | None:
+    """`confirm.confirm` of `cex`, a counterexample of Relax function `fn` (its parameters
+    name the inputs), under the check's assumptions and float model."""
+    return confirm.confirm(before, after, fn.name, [p.name for p in fn.params], cex,
+                           tuple(opts.assume), opts.fp)
+
+
 def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | None,
                    opts: Options, confirm_vm: bool, lemmas: bool = False,
                    tested: frozenset[int] = frozenset()) -> Report:
@@ -120,13 +125,16 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
     src, tgt = relax_reader.read_module(before), relax_reader.read_module(after)
     proved = lemma_mod.prove_lemmas(before, opts) if lemmas else None
     lifted = _lifted(before, after, src, proved, opts, pass_name, label) if proved else None
+    # counterexamples the check ran on the VM already (`run`): id -> (it, the answer)
+    ran: dict[int, tuple[Any, bool | None]] = {}
     if lifted is not None:
         results = lifted
     else:
         def run(fname: str, cex: Any) -> bool | None:
-            """`cex` of function `fname` confirmed on the VM, as below (`executing`)."""
-            params = [p.name for p in src.functions[fname].params]
-            return confirm.confirm(before, after, fname, params, cex, tuple(opts.assume), opts.fp)
+            """`cex` of function `fname` confirmed on the VM during the check (`executing`),
+            its answer kept for the confirmation below."""
+            ran[id(cex)] = (cex, _confirm_on_vm(before, after, src.functions[fname], cex, opts))
+            return ran[id(cex)][1]
         with operator_lemmas(proved), executing(run if confirm_vm else None):
             results = check_programs(src, tgt, opts, pass_name, label)
     if proved is not None:   # the lemmas are part of the check: their time counts
@@ -136,9 +144,11 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
     if confirm_vm:
         for k, (r, fn) in enumerate(zip(results, src.public_functions())):
             if r.counterexample is not None and r.confirmed is not True:
-                params = [p.name for p in fn.params]
-                r.confirmed = confirm.confirm(before, after, fn.name, params, r.counterexample,
-                                              tuple(opts.assume), opts.fp)
+                # one the check ran and execution did not show (the abstract counterexample
+                # that stood when the IEEE model timed out) is not run again
+                cex, answer = ran.get(id(r.counterexample), (None, None))
+                r.confirmed = answer if cex is r.counterexample else \
+                    _confirm_on_vm(before, after, fn, r.counterexample, opts)
                 # confirmation may replace the counterexample by one that execution shows
                 r.reason = r.counterexample.message
                 _demote_unshown(r, opts.fp)
@@ -289,8 +299,7 @@ def _confirm_candidate(r: Result, before: Any, after: Any, fn: Any, opts: Option
     if cex is None or not _solver_undecided(r):
         return
     start = time.perf_counter()
-    shown = confirm.confirm(before, after, fn.name, [p.name for p in fn.params], cex,
-                            tuple(opts.assume), opts.fp)
+    shown = _confirm_on_vm(before, after, fn, cex, opts)
     r.seconds += time.perf_counter() - start
     if shown is not True:
         return

@@ -387,17 +387,17 @@ def _poisoned_in_model(enc: _Encoded, m: z3.ModelRef) -> bool | None:
     float model computes it? Such a run is poison, no counterexample, even where the IEEE
     evaluation of its inputs has none: the abstraction's exp may be inf where the true exp is
     finite, and exp(x) - exp(x) NaN (zero seed-0 graph 19). None when not per-operation, on
-    the finite runs, or beyond `assume_mod.RUN_FACTS_BOUND` elements."""
-    flags = assume_mod.per_operation(enc.options.assume)
+    the finite runs, without float live tensors, or beyond `assume_mod.RUN_FACTS_BOUND`
+    elements (`assume_mod.run_facts`)."""
     live = enc.src.ctx.live_values
-    if not flags or enc.options.finite_runs or live is None:
+    if enc.options.finite_runs or live is None:
         return None
-    tensors = [t for t in [*live, *enc.src.ctx.inner_live_values] if is_float(t.dtype)]
-    if sum(t.numel for t in tensors) > assume_mod.RUN_FACTS_BOUND:
+    # the run is poison exactly where the finite runs' premises fail
+    facts = assume_mod.run_facts(enc.options.assume, enc.model,
+                                 [*live, *enc.src.ctx.inner_live_values])
+    if not facts:
         return None
-    poison = [p for t in tensors for k in range(t.numel)
-              for p in assume_mod.excluded(flags, enc.model.domain(t.dtype), t.at(k))]
-    return bool(poison) and z3.is_true(m.eval(zf.Or(*poison), model_completion=True))
+    return z3.is_false(m.eval(zf.And(*facts), model_completion=True))
 
 
 def _static_mismatch(source: _Side, target: _Side) -> tuple[str, str, int | None] | None:

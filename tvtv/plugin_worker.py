@@ -68,9 +68,17 @@ def check_graph(req: GraphRequest) -> GraphOutcome:
 
 def _worker_main(conn: Any) -> None:
     """Receive requests, answer each with ("done", outcome) or ("error", last line)."""
-    from tvtv import runner, z3context
+    from tvtv import runner
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is pytest's to handle
     runner._exit_with_parent()
+    from tvtv.native_log import filtered_stderr
+    with filtered_stderr():   # TVM's harmless C++ warnings would flood pytest's output
+        _serve_requests(conn)
+
+
+def _serve_requests(conn: Any) -> None:
+    """The worker's loop: say ready, then check each graph received until told to stop."""
+    from tvtv import runner, z3context
     import tvtv.api  # noqa: F401  (TVM imported before "ready": not part of a graph's time)
     conn.send(("ready",))
     while True:

@@ -388,6 +388,13 @@ def _worker_main(conn: Any, config: RunConfig, out: str | None, memory_limit: in
     # workers), so an interrupted case is not stored as a crash.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
+    from tvtv.native_log import filtered_stderr
+    with filtered_stderr():   # TVM's harmless C++ warnings would flood the progress display
+        _serve_cases(conn, config, out, memory_limit)
+
+
+def _serve_cases(conn: Any, config: RunConfig, out: str | None, memory_limit: int) -> None:
+    """The worker's loop: say ready, then run each case received until told to stop."""
     import tvtv.api  # noqa: F401  (import TVM before saying ready: not part of any case's time)
     from tvtv.solvers import limit_z3_memory, z3_memory_mb
     # Z3 gives up a query (unknown) at two thirds of the case's limit, before the parent

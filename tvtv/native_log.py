@@ -1,0 +1,109 @@
+"""TVM's C++ log lines on a worker's stderr, with the ones known to be harmless dropped.
+
+TVM 0.27 writes `LOG(WARNING)` straight to file descriptor 2 (`tvm/runtime/logging.h`,
+`LogMessage`), and has no run-time switch for the level. One warning comes from every graph
+with a `take` in it: LegalizeOps lowers `relax.take` to topi's take in mode "fast", whose
+every call prints "Fast mode segfaults when there are out-of-bounds indices"
+(`include/tvm/topi/transform.h:1261`), dozens of lines in a `zero` run, interleaved with the
+progress display. The warning says nothing the check does not already know: the encoder
+makes an out-of-range index in mode "fast" undefined behaviour (`tvtv/encode/ops/
+manipulate.py`, `take`), so the source's UB and the target's agree.
+
+`filter_stderr` puts a pipe in front of a worker process's fd 2 and a thread that forwards
+every line to the real stderr except those `HARMLESS` names. Python's own writes go
+through it too, in order. `TVTV_TVM_WARNINGS=all` turns the filter off.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# A substring of a known harmless TVM log line -> why it may be dropped.
+HARMLESS: dict[str, str] = {
+    "Fast mode segfaults when there are out-of-bounds indices":
+        "topi take in mode \"fast\" (LegalizeOps of relax.take); the encoder makes an index "
+        "outside [0, n) undefined behaviour, in source and target alike",
+}
+
+ENV = "TVTV_TVM_WARNINGS"
+
+
+def harmless(line: str) -> str | None:
+    """The entry of `HARMLESS` that `line` matches, or None when it must be shown."""
+    return next((key for key in HARMLESS if key in line), None)
+
+
+class StderrFilter:
+    """A pipe in front of this process's fd 2; lines `harmless` names are counted in
+    `dropped` instead of written. `close()` restores fd 2 and writes what is left."""
+
+    def __init__(self) -> None:
+        self.dropped: Counter[str] = Counter()
+        sys.stderr.flush()
+        self._real = os.dup(2)
+        read, write = os.pipe()
+        os.dup2(write, 2)
+        os.close(write)
+        self._read = read
+        self._thread = threading.Thread(target=self._forward, daemon=True,
+                                        name="tvtv-stderr-filter")
+        self._thread.start()
+
+    def _forward(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._read, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                self._emit(line + b"\n")
+        if pending:
+            self._emit(pending)
+        os.close(self._read)
+
+    def _emit(self, line: bytes) -> None:
+        key = harmless(line.decode("utf-8", "replace"))
+        if key is not None:
+            self.dropped[key] += 1
+            return
+        view = memoryview(line)
+        while view:
+            try:
+                view = view[os.write(self._real, view):]
+            except OSError:
+                return
+
+    def close(self) -> None:
+        """Put the real stderr back on fd 2 and wait until every line written before is out."""
+        sys.stderr.flush()
+        os.dup2(self._real, 2)   # the pipe's last writer is gone: the thread reads to its end
+        self._thread.join(5)
+        os.close(self._real)
+
+
+def filter_stderr() -> StderrFilter | None:
+    """Filter this process's stderr (for a worker process, at its start); None when
+    `TVTV_TVM_WARNINGS=all` asks to see every line."""
+    if os.environ.get(ENV, "").strip().lower() == "all":
+        return None
+    return StderrFilter()
+
+
+@contextmanager
+def filtered_stderr() -> Iterator[StderrFilter | None]:
+    """`filter_stderr` for the block, every line out and fd 2 restored when it ends."""
+    active = filter_stderr()
+    try:
+        yield active
+    finally:
+        if active is not None:
+            active.close()

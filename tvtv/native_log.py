@@ -86,7 +86,7 @@ class StderrFilter:
         """Put the real stderr back on fd 2 and wait until every line written before is out."""
         sys.stderr.flush()
         os.dup2(self._real, 2)   # the pipe's last writer is gone: the thread reads to its end
-        self._thread.join(5)
+        self._thread.join(2)   # a child still holding fd 2 must not hold up the exit
         os.close(self._real)
 
 

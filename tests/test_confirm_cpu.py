@@ -71,9 +71,10 @@ def test_gelu_tanh_legalization_is_confirmed_to_round_otherwise():
 
 
 def test_a_legalization_equal_to_its_specification_is_not_confirmed():
-    """The twin: tanh's legalization is its specification's function itself, so no input
-    set shows a difference."""
-    src = _unary(relax.op.tanh)
+    """The twin: exp's legalization is its specification's function itself, so no input
+    set shows a difference, special values included. (Not tanh, as it once was: TIR's
+    tanh(-0) is +0, which the special input set shows, docs/legalize.md.)"""
+    src = _unary(relax.op.exp)
     legal = relax.transform.LegalizeOps()(src)
     cex = Counterexample("value", "output 0 differs at index (0,)", {"x": X}, 0, (0,))
     c = confirm.confirm_case(src, legal, "main", ["x"], cex)
@@ -132,8 +133,11 @@ def test_tiny_tensors_are_drawn_until_a_rare_pair_shows(monkeypatch, draws, want
     """float16 floor_divide differs from TIR's floor(a / b) on 10 of the decimal pool's 144
     pairs; one-element operands meet one pair per drawn set, so one set each does not show
     it (the twin, measured), and the sets drawn again for tiny tensors do
-    (`confirm.draws_per_set`)."""
+    (`confirm.draws_per_set`). Without the special set, whose inf // 1 is NaN in the
+    specification (numpy) and inf in TIR's floor(a / b): a difference of its own."""
     monkeypatch.setattr(confirm, "MAX_DRAWS", draws)
+    monkeypatch.setattr(confirm, "DRAWN_SETS", tuple(
+        s for s in confirm.DRAWN_SETS if s is not confirm._special_like))
     src = _floor_divide_1x1_float16()
     legal = relax.transform.LegalizeOps()(src)
     ones = {"a": np.ones((1,), "float16"), "b": np.ones((1, 1), "float16")}
@@ -302,3 +306,63 @@ def test_a_result_type_changed_by_legalization_is_confirmed_by_tvm_types():
     assert confirm._types_differ(mod, mod, "main") is None
     same = module(lambda x: O.nn.adaptive_avg_pool1d(x, output_size=[2]))
     assert confirm._types_differ(same, relax.transform.LegalizeOps()(same), "main") is None
+
+
+@pytest.mark.parametrize("with_special", [True, False], ids=["special-set", "without-it"])
+def test_clip_dropping_nan_is_confirmed_on_special_inputs(monkeypatch, with_special):
+    """TIR's max and min are `a > b ? a : b` (docs/legalize.md), so clip(NaN) gives a bound
+    where the specification propagates NaN. A solver counterexample on finite inputs cannot
+    show it, nor can any finite drawn set: only the special set (`confirm._special_like`, NaN
+    among normal values) confirms it, and its inputs replace the solver's. The twin without
+    that set stays unconfirmed."""
+    if not with_special:
+        monkeypatch.setattr(confirm, "DRAWN_SETS", tuple(
+            s for s in confirm.DRAWN_SETS if s is not confirm._special_like))
+    src = _unary(lambda x: relax.op.clip(x, -1.0, 1.0), shape=(8,))
+    legal = relax.transform.LegalizeOps()(src)
+    x = np.linspace(-2, 2, 8).astype("float32")
+    cex = Counterexample("value", "output 0 differs at index (0,)", {"x": x}, 0, (0,))
+    c = confirm.confirm_case(src, legal, "main", ["x"], cex)
+    if not with_special:
+        assert c.confirmed is False, c
+        return
+    assert c.confirmed is True and c.by in ("ieee-spec-cpu", "spec-vs-vm", "ieee-spec"), c
+    shown = cex.inputs["x"][cex.index]
+    assert np.isnan(shown), cex.inputs
+    spec, tgt = cex.executed_values
+    assert math.isnan(spec) and tgt in (-1.0, 1.0)
+    (ran,) = tvm_bridge.run_vm(legal, "main", [cex.inputs["x"]])
+    assert float(ran[cex.index]) == tgt
+
+
+@pytest.mark.parametrize("assume", [(A.NO_NAN,), (A.NO_INF,), (A.NO_NAN, A.NO_INF)])
+def test_drawn_inputs_respect_the_input_assumptions(assume):
+    """Every drawn input set is one the check ranged over: no NaN input under no-nan, no
+    infinite one under no-inf (`confirm._admissible`), while without assumptions the special
+    set brings both, and ±0 and ±the largest finite value under every assumption."""
+    like = [np.zeros((16,), "float32"), np.zeros((4,), "float16"), np.zeros((3,), "int32")]
+    free = [a for s in confirm.input_sets(like) for a in s[:2]]
+    assert any(np.isnan(a).any() for a in free) and any(np.isinf(a).any() for a in free)
+    drawn = [a for s in confirm.input_sets(like, assume) for a in s[:2]]
+    if A.NO_NAN in assume:
+        assert not any(np.isnan(a).any() for a in drawn)
+    else:
+        assert any(np.isnan(a).any() for a in drawn)
+    if A.NO_INF in assume:
+        assert not any(np.isinf(a).any() for a in drawn)
+    else:
+        assert any(np.isinf(a).any() for a in drawn)
+    top = np.float32(np.finfo(np.float32).max)
+    assert any((a == -top).any() for a in drawn if a.dtype == np.float32)
+    assert any(np.signbit(a[a == 0]).any() for a in drawn)
+
+
+def test_clip_on_nan_is_no_counterexample_under_no_nan():
+    """Under no-nan the special set's NaNs are replaced, so clip's NaN difference, the only
+    one it has, is not confirmed there (the twin of the special-set test above)."""
+    src = _unary(lambda x: relax.op.clip(x, -1.0, 1.0), shape=(8,))
+    legal = relax.transform.LegalizeOps()(src)
+    x = np.linspace(-2, 2, 8).astype("float32")
+    cex = Counterexample("value", "output 0 differs at index (0,)", {"x": x}, 0, (0,))
+    c = confirm.confirm_case(src, legal, "main", ["x"], cex, (A.NO_NAN,))
+    assert c.confirmed is False, c

@@ -359,11 +359,46 @@ def counts(spec: Any, got: Any, assume: tuple[str, ...] = ()) -> bool:
     return True
 
 
+def _run_key(module: Any, fname: str, inputs: dict[str, Any], *extra: Any) -> tuple[Any, ...] | None:
+    """A key naming one evaluation of `module`'s function `fname` on `inputs` (None for tuple
+    inputs, which are not remembered)."""
+    if any(isinstance(v, tuple) for v in inputs.values()):
+        return None
+    arrays = [(n, np.asarray(v)) for n, v in sorted(inputs.items())]
+    return (tvm_bridge.structural_hash(module), fname, *extra,
+            tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in arrays))
+
+
+def _remembered(memo: dict[tuple[Any, ...], Any], keep: int, key: tuple[Any, ...] | None,
+                compute: Callable[[], Any]) -> Any:
+    """`compute()`, remembered in `memo` under `key` for the last `keep` keys."""
+    if key is None:
+        return compute()
+    if key not in memo:
+        if len(memo) >= keep:
+            memo.pop(next(iter(memo)))
+        memo[key] = compute()
+    return memo[key]
+
+
+# _cpu_outputs' recent answers: a drawn set's source is evaluated by `_source_ran_as_specified`
+# and again by `_spec_vs_cpu_run`, and a chain's steps confirm on the same source module
+_CPU_OUTPUTS: dict[tuple[Any, ...], Any] = {}
+_CPU_OUTPUTS_KEEP = 32
+
+
 def _cpu_outputs(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[str, tuple, list]] | None:
     """(dtype, shape, element values or None) of each output of `module`'s function on
     `args`, evaluated in the IEEE model with TVM's own function values
     (`tvtv.encode.evaluate.cpu_value`); None when the run is undefined there or cannot be
-    encoded. Outputs above `SPEC_COMPARE_BOUND` elements are left open."""
+    encoded. Outputs above `SPEC_COMPARE_BOUND` elements are left open. Remembered for the
+    last `_CPU_OUTPUTS_KEEP` modules and inputs."""
+    return _remembered(_CPU_OUTPUTS, _CPU_OUTPUTS_KEEP, _run_key(module, fname, args),
+                       lambda: _cpu_outputs_now(module, fname, args))
+
+
+def _cpu_outputs_now(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[str, tuple, list]] | None:
+    """`_cpu_outputs`, evaluated."""
     from tvtv.encode.evaluate import cpu_value, values_of
     from tvtv.encode.values import flatten
 
@@ -812,16 +847,9 @@ def poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tup
                     ) -> bool | None:
     """`_poisoned_inside`, remembered for the last few modules and inputs (tuple inputs
     are not remembered)."""
-    if any(isinstance(v, tuple) for v in inputs.values()):
-        return _poisoned_inside(module, fname, inputs, assume)
-    arrays = [(n, np.asarray(v)) for n, v in sorted(inputs.items())]
-    key = (tvm_bridge.structural_hash(module), fname, tuple(sorted(assume)),
-           tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in arrays))
-    if key not in _POISONED:
-        if len(_POISONED) >= _POISONED_KEEP:
-            _POISONED.pop(next(iter(_POISONED)))
-        _POISONED[key] = _poisoned_inside(module, fname, inputs, assume)
-    return _POISONED[key]
+    return _remembered(_POISONED, _POISONED_KEEP,
+                       _run_key(module, fname, inputs, tuple(sorted(assume))),
+                       lambda: _poisoned_inside(module, fname, inputs, assume))
 
 
 def _poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tuple[str, ...]

@@ -283,6 +283,37 @@ def test_drawn_inputs_on_which_the_source_is_undefined_confirm_nothing():
                                                 "t": np.array([3, 3])})
 
 
+@pytest.mark.parametrize("in_range", [True, False])
+def test_definedness_left_quantified_is_decided(in_range):
+    """take with more indices than are expanded (`common.UB_EXPAND`) states its UB as "some
+    index k is out of range", an Exists that simplification leaves open even on concrete
+    inputs; such a run was judged undefined, so confirmation and testing skipped every input
+    set of a fused zero-pipeline graph (seed 0, graph 3). `evaluate.certainly_holds` asks a
+    solver; its twin, one index out of range, stays undefined."""
+    from tvm.relax import op as O
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([8], "float32"))
+    t = relax.Var("t", relax.TensorType([300], "int64"))
+    with bb.function("main", [x, t]):
+        bb.emit_func_output(bb.emit(O.take(x, t, axis=0)))
+    idx = np.arange(300) % 8
+    idx[123] = 5 if in_range else 8
+    args = {"x": np.arange(8, dtype="float32"), "t": idx}
+    _, ctx = confirm._ieee_run(bb.get(), "main", args)
+    import z3
+    assert not z3.is_true(z3.simplify(ctx.well_defined()))   # left open by simplification
+    assert confirm.defined_on(bb.get(), "main", args) is in_range
+
+
+def test_certainly_holds_means_for_every_open_function():
+    import z3
+    f = z3.Function("f", z3.BitVecSort(8), z3.BitVecSort(8))
+    k = z3.BitVec("k", 8)
+    assert E.certainly_holds(z3.ForAll([k], f(k) == f(k)))
+    assert not E.certainly_holds(z3.Exists([k], f(k) == 1))   # true for some f only
+    assert not E.certainly_holds(z3.ForAll([k], z3.ULT(k, 200)))
+
+
 def test_a_result_type_changed_by_legalization_is_confirmed_by_tvm_types():
     """LegalizeOps of an int32 avg_pool1d returns int64 (a TVM finding): the VM cannot show
     it (it legalizes the source too, so both sides return int64), but TVM's own return types

@@ -65,7 +65,7 @@ import z3
 from tvtv import z3fast as zf
 from tvtv.absfp import assumptions as A
 from tvtv.absfp.dtypes import FLOAT_FORMATS, numpy_dtype
-from tvtv.encode.evaluate import exact_value, libm_truth, libm_value, materialize, same_value
+from tvtv.encode.evaluate import certainly_holds, exact_value, libm_truth, libm_value, materialize, same_value
 from tvtv.errors import InputError, TvtvError
 from tvtv.ir import tvm_bridge
 from tvtv.report import Counterexample
@@ -308,7 +308,7 @@ def defined_on(module: Any, fname: str, inputs: dict[str, Any]) -> bool:
     concrete `inputs`: no UB condition holds? False when that cannot be established."""
     try:
         _, ctx = _ieee_run(module, fname, inputs)
-        return z3.is_true(z3.simplify(ctx.well_defined()))
+        return certainly_holds(ctx.well_defined())
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
         return False
 
@@ -328,7 +328,7 @@ def ieee_element(module: Any, fname: str, inputs: dict[str, Any], output: int,
         if output >= len(outs):
             return False, None
         t = outs[output]
-        if not z3.is_true(z3.simplify(ctx.well_defined())):
+        if not certainly_holds(ctx.well_defined()):
             return False, None
         flat = int(np.ravel_multi_index(index, t.shape)) if t.shape else 0
         v = exact_value(t.at(flat), t.dtype)
@@ -404,7 +404,7 @@ def _cpu_outputs_now(module: Any, fname: str, args: dict[str, Any]) -> list[tupl
 
     try:
         value, ctx = _ieee_run(module, fname, args)
-        if not z3.is_true(z3.simplify(ctx.well_defined())):
+        if not certainly_holds(ctx.well_defined()):
             return None
         return [(t.dtype, t.shape, [None] * t.numel if t.numel > SPEC_COMPARE_BOUND else
                  values_of([t.at(i) for i in range(t.numel)], t.dtype, cpu_value, partial=True))
@@ -490,7 +490,7 @@ def _spec_vs_vm_elsewhere(before: Any, after: Any, fname: str, args: dict[str, A
     k = cex.output
     try:
         sval, sctx = _ieee_run(before, fname, args)
-        if not z3.is_true(z3.simplify(sctx.well_defined())):
+        if not certainly_holds(sctx.well_defined()):
             return None
         src = flatten(sval)[k]
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception, IndexError):
@@ -499,7 +499,7 @@ def _spec_vs_vm_elsewhere(before: Any, after: Any, fname: str, args: dict[str, A
         return None
     try:
         tval, tctx = _ieee_run(after, fname, args)
-        tgt = flatten(tval)[k] if z3.is_true(z3.simplify(tctx.well_defined())) else None
+        tgt = flatten(tval)[k] if certainly_holds(tctx.well_defined()) else None
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception, IndexError):
         tgt = None
     flat_ran = ran.reshape(-1)

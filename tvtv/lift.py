@@ -36,7 +36,7 @@ from tvtv import preimage
 from tvtv.absfp import assumptions
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.confirm import _ieee_run, poisoned_inside, py_value
-from tvtv.encode.evaluate import exact_value, same_value, values_of
+from tvtv.encode.evaluate import certainly_holds, exact_value, same_value, values_of
 from tvtv.encode.values import flatten
 from tvtv.errors import TvtvError
 from tvtv.ir import relax_reader, tvm_bridge
@@ -159,7 +159,7 @@ def _shown(before: Any, after: Any, fname: str, param_names: list[str], inputs: 
         return None
     try:
         value, ctx = _ieee_run(before, fname, inputs, value_of=exact_value)
-        if not z3.is_true(z3.simplify(ctx.well_defined())):
+        if not certainly_holds(ctx.well_defined()):
             return None          # the source is undefined there: anything refines it
         runs = tvm_bridge.run_vm_isolated({"target": after}, fname, [[inputs[n] for n in param_names]])
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):

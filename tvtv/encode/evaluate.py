@@ -26,6 +26,29 @@ from tvtv.encode.values import PrimScalar, Shape, Value, flatten
 from tvtv.ir import program as P
 
 
+# `certainly_holds`: the solver's limit (ms) for a condition simplification leaves open
+HOLDS_TIMEOUT_MS = 5000
+
+
+def certainly_holds(cond: z3.BoolRef, timeout_ms: int = HOLDS_TIMEOUT_MS) -> bool:
+    """Does `cond` hold for every value of what is left open in it (uninterpreted functions
+    such as exp)? Simplification decides most conditions of a concrete evaluation; a
+    quantified one it cannot (a fused PrimFunc's well-definedness on concrete inputs is
+    "no loop index i in range reads out of bounds", `Not(Exists(i, ...))`: measured on the
+    zero pipeline's seed-0 graph 3, whose every input set was judged undefined until this
+    asked a solver, which answers in milliseconds). False when the solver finds a case
+    where it fails or gives up."""
+    s = z3.simplify(cond)
+    if z3.is_true(s):
+        return True
+    if z3.is_false(s):
+        return False
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(zf.Not(s))
+    return solver.check() == z3.unsat
+
+
 def element_value(term: z3.ExprRef, dtype: str) -> Any:
     """The concrete value of a closed term, or None when it is not a numeral."""
     return _numeral_value(z3.simplify(term), dtype)

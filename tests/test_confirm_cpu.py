@@ -388,6 +388,21 @@ def test_drawn_inputs_respect_the_input_assumptions(assume):
     assert any(np.signbit(a[a == 0]).any() for a in drawn)
 
 
+def test_sets_by_round_reach_every_kind_first():
+    """`input_sets(by_round=True)`, as testing an undecided check draws them under a time
+    budget: the same sets, with one of each drawn kind (the special set included) right
+    after the standard-normal ones rather than the special ones last."""
+    like = [np.zeros((16,), "float32")]                 # small: each kind drawn 4 times
+    draws = confirm.draws_per_set(like)
+    plain, rounds = confirm.input_sets(like), confirm.input_sets(like, by_round=True)
+    key = lambda sets: sorted(s[0].tobytes() for s in sets)
+    assert draws > 1 and len(plain) == len(rounds) and key(plain) == key(rounds)
+    first = rounds[confirm.RANDOM_SETS:confirm.RANDOM_SETS + len(confirm.DRAWN_SETS)]
+    assert any(confirm.has_non_finite(s) for s in first)
+    assert not any(confirm.has_non_finite(s) for s in
+                   plain[confirm.RANDOM_SETS:confirm.RANDOM_SETS + len(confirm.DRAWN_SETS)])
+
+
 def test_clip_on_nan_is_no_counterexample_under_no_nan():
     """Under no-nan the special set's NaNs are replaced, so clip's NaN difference, the only
     one it has, is not confirmed there (the twin of the special-set test above)."""

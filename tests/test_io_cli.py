@@ -55,6 +55,48 @@ def test_constants_round_trip(tmp_path):
     assert tvm_bridge.structural_equal(mod, back)
 
 
+def _count_parses(monkeypatch) -> list[int]:
+    """Count TVMScript parses (the real parser runs)."""
+    calls = [0]
+    real = tvm_bridge.tvm.script.from_source
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tvm_bridge.tvm.script, "from_source", counted)
+    return calls
+
+
+def test_a_module_is_written_once_while_remembered(monkeypatch, tmp_path):
+    calls = _count_parses(monkeypatch)
+    mod = module_with_constants()
+    script, arrays = tvm_bridge.module_to_script(mod)
+    assert calls[0] == 1                       # parsed back once, to check the constants' order
+    again, arrays2 = tvm_bridge.module_to_script(mod)
+    assert calls[0] == 1 and again == script
+    assert [a.tobytes() for a in arrays2] == [a.tobytes() for a in arrays]
+    with pytest.raises(ValueError):            # shared by every caller: nobody may change them
+        arrays2[0][0, 0] = 7.0
+    tvm_bridge.module_to_script(module_with_constants())   # another object: printed afresh
+    assert calls[0] == 2
+    monkeypatch.setattr(tvm_bridge, "KEEP_SCRIPTS", 1)     # forgotten once others come after
+    tvm_bridge.module_to_script(module_with_constants())
+    tvm_bridge.module_to_script(mod)
+    assert calls[0] == 4
+
+
+def test_a_loaded_module_is_written_as_its_text(monkeypatch, tmp_path):
+    path = tvm_bridge.save_module(module_with_constants(), tmp_path / "m.py")
+    text = path.read_text().replace("R.multiply(", "R.multiply(  ")   # not as TVM prints it
+    path.write_text(text)
+    loaded = tvm_bridge.load_module(path)
+    calls = _count_parses(monkeypatch)
+    copy = tvm_bridge.save_module(loaded, tmp_path / "copy.py")
+    assert calls[0] == 0 and copy.read_text() == text
+    assert tvm_bridge.structural_equal(tvm_bridge.load_module(copy), loaded)
+
+
 def test_missing_constants_is_a_clear_error(tmp_path):
     path = tvm_bridge.save_module(module_with_constants(), tmp_path / "m.py")
     (tmp_path / "m.consts.npz").unlink()

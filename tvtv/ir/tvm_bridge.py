@@ -72,6 +72,9 @@ def parse_script(text: str, consts: Sequence[np.ndarray] = (), origin: str = "<s
         raise InputError(f"{origin}: malformed TVMScript: {_first_line(err)}") from None
     if not isinstance(mod, IRModule):
         raise InputError(f"{origin}: the script does not define an IRModule (@I.ir_module)")
+    # `mod` is what `text` with `consts` parses to, so that is a faithful way to write it out
+    # again (a counterexample's report loads its case files and shows them)
+    _remember(mod, text, [np.array(c) for c in consts])
     return mod
 
 
@@ -142,8 +145,21 @@ def _constants_in_print_order(mod: IRModule, script: str) -> list[Any]:
     return _constants_visited(mod, script)
 
 
+# The scripts of the modules written last, at most this many. A counterexample case writes
+# the same source and target many times (each VM run of confirmation, the case's files, the
+# report's text, the reproducer), and a module with tensor constants is parsed back each
+# time (TVMScript's parser: ~1 s for a FuseTIR graph of 24 ops, measured on seed 0's graph 6).
+KEEP_SCRIPTS = 16
+_written: list[tuple[IRModule, str, list[np.ndarray]]] = []
+
+
 def module_to_script(mod: IRModule) -> tuple[str, list[np.ndarray]]:
     """Print `mod` and return the script with its tensor constants (in index order).
+
+    Remembered for the last `KEEP_SCRIPTS` module objects: TVM's IR is immutable, so the
+    same object always prints the same script (the entry holds the object, so its identity
+    cannot be taken by another while remembered). A module `parse_script` made is written
+    as the text it was parsed from.
 
     The printer numbers the constants `metadata["ir.GenericConst"][i]` in its own order,
     which `_constants_in_print_order` restates; the script is parsed back with them to
@@ -153,6 +169,26 @@ def module_to_script(mod: IRModule) -> tuple[str, list[np.ndarray]]:
     LegalizeOps of adaptive_avg_pool2d with 8 -> 5 columns), which computes the same values
     but is not structurally equal; a module without constants is written out as printed
     either way."""
+    for i, (known, script, arrays) in enumerate(_written):
+        if known.same_as(mod):
+            _written.append(_written.pop(i))
+            return script, list(arrays)
+    script, arrays = _module_to_script(mod)
+    _remember(mod, script, arrays)
+    return script, list(arrays)
+
+
+def _remember(mod: IRModule, script: str, arrays: list[np.ndarray]) -> None:
+    """Let `module_to_script(mod)` answer `script` and `arrays` (a script that parses to `mod`
+    with `arrays` as its tensor constants) while `mod` is among the last remembered."""
+    for a in arrays:        # shared by every caller from now on
+        a.setflags(write=False)
+    _written.append((mod, script, arrays))
+    del _written[:max(len(_written) - KEEP_SCRIPTS, 0)]
+
+
+def _module_to_script(mod: IRModule) -> tuple[str, list[np.ndarray]]:
+    """`module_to_script` without the memo."""
     script = mod.script()
     consts = _constants_in_print_order(mod, script) if _METADATA_RE.search(script) else []
     arrays = [c.value.numpy() for c in consts]

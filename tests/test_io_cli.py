@@ -205,3 +205,19 @@ def test_constants_in_a_wrong_order_are_refused(monkeypatch):
         tvm_bridge.module_to_script(mod)
     with pytest.raises(InputError, match="^source: cannot save"):
         tvm_bridge.run_vm_isolated({"source": mod}, "main", [[np.zeros((2, 3), "float32")]])
+
+
+def test_a_pass_failure_names_tvm_s_sentence_not_the_printer_s_note():
+    """TVM's printer breaks a message that prints a tensor expression with a metadata note
+    on a line of its own; the reason keeps the sentence (LegalizeOps of logical_and on int32,
+    which Relax's type inference accepts: a declgen graph, seed 3)."""
+    from tvm.relax import op as O
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3), "int32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(O.logical_and(x, x)))
+    (r,) = tvtv.check_pass("LegalizeOps", bb.get()).results
+    assert r.verdict == "unknown"
+    assert r.reason.startswith("the pass failed: Check failed:"), r.reason
+    assert "Expected boolean argument" in r.reason and r.reason.endswith("of type T.int32")
+    assert "Metadata omitted" not in r.reason and "\n" not in r.reason

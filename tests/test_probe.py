@@ -61,3 +61,21 @@ def test_first_is_tried_before_the_others():
     got = P.constant_difference(outs, model.domain, lambda dom, x, y: dom.same(x, y), subst,
                                 first=(0, 4))
     assert got is not None and got[:2] == (0, 4)
+
+
+def test_probe_conditions_left_open_by_simplification_are_decided_by_a_solver() -> None:
+    """A PrimFunc's well-definedness on concrete inputs is "no loop index reads out of
+    range", a quantified condition simplification leaves open: the probe asks a solver
+    (`probe.holds`). Twin: a condition that fails for one index stays not held."""
+    bv = z3.BitVecSort(64)
+    t = z3.Array("t", bv, bv)
+    k = z3.BitVec("k", 64)
+    # every index t[k], 0 <= k < 300, is below 8 (take's condition on 300 indices)
+    in_range = z3.Not(z3.Exists([k], z3.And(z3.ULT(k, 300), z3.Not(z3.ULT(t[k], 8)))))
+
+    def indices(at_123: int) -> list:       # t = k % 8, but t[123] = at_123
+        return [(t, z3.Lambda([k], z3.If(k == 123, z3.BitVecVal(at_123, 64), z3.URem(k, 8))))]
+
+    assert not z3.is_true(z3.simplify(z3.substitute(in_range, *indices(5))))   # left open
+    assert P.holds([in_range], indices(5))
+    assert not P.holds([in_range], indices(8))

@@ -11,7 +11,7 @@ from tvtv import compose, confirm, lift, passes
 from tvtv.absfp import assumptions as assume_mod
 from tvtv import lemmas as lemma_mod
 from tvtv.encode.function import operator_lemmas
-from tvtv.errors import InputError, TvtvError
+from tvtv.errors import InputError, TvtvError, tvm_message
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, executing,
@@ -399,9 +399,7 @@ def run_pass(pass_or_name: Any, mod: Any) -> tuple[str, Any, Any, float]:
     except TvtvError:
         raise
     except Exception as err:  # TVM errors: the pass (or a prerequisite) rejected the module
-        msg = str(err).strip().splitlines()
-        raise PassFailed(name, msg[-1] if msg else type(err).__name__,
-                         time.perf_counter() - start) from None
+        raise PassFailed(name, tvm_message(err), time.perf_counter() - start) from None
     return name, mod, after, time.perf_counter() - start
 
 

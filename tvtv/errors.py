@@ -1,6 +1,8 @@
 """Errors that reach the user as one line: what went wrong and where."""
 from __future__ import annotations
 
+import re
+
 
 class TvtvError(Exception):
     """Base class of tvtv's own errors."""
@@ -18,3 +20,18 @@ class Unsupported(TvtvError):
 
     It makes the verdict `unknown` with this message as the reason; it is never a pass.
     """
+
+
+# TVM's printer puts this note on a line of its own inside a printed expression, so an error
+# message that prints an expression with a tensor ("... but received T.te.tensor_load(
+# metadata[...], ...) of type T.int32", LegalizeOps of logical_and on int32) ends on that
+# note's continuation instead of the sentence
+_METADATA_NOTE = "# Metadata omitted. Use show_meta=True in script() method to show it."
+
+
+def tvm_message(err: BaseException) -> str:
+    """The line of a TVM error message that says what went wrong: its last line, with the
+    printer's metadata notes taken out of the sentence they interrupt."""
+    text = re.sub(r"\n?" + re.escape(_METADATA_NOTE) + r"\n?", " ", str(err))
+    lines = [" ".join(line.split()) for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(err).__name__

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tvtv import passes
-from tvtv.errors import InputError, TvtvError
+from tvtv.errors import InputError, TvtvError, tvm_message
 from tvtv.ir import tvm_bridge
 from tvtv.report import PROVED, UNKNOWN, Report, Result
 
@@ -185,9 +185,8 @@ def run_recorded(pipeline: Any, mod: Any) -> tuple[list[Application], str | None
     except TvtvError:
         raise
     except Exception as err:  # TVM errors: a pass rejected the module
-        lines = [l for l in str(err).strip().splitlines() if l.strip()]
         where = f" in {recorder.running}" if recorder.running else ""
-        return recorder.applications, f"the pipeline failed{where}: {lines[-1] if lines else type(err).__name__}"
+        return recorder.applications, f"the pipeline failed{where}: {tvm_message(err)}"
     return recorder.applications, None
 
 

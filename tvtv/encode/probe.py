@@ -20,13 +20,16 @@ import z3
 
 from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import is_float, numpy_dtype
-from tvtv.encode.evaluate import libm_numeral, libm_truth
+from tvtv.encode.evaluate import certainly_holds, libm_numeral, libm_truth
 from tvtv.encode.tensor import INDEX, Tensor
 
 SPECIALS = (float("-inf"), float("inf"), float("nan"), 0.0, -0.0, 1.0, -1.0,
             3.4028234663852886e38, -3.4028234663852886e38, 0.5, 2.0)
 # Largest output examined element by element.
 MAX_ELEMENTS = 256
+# the solver's budget for a condition simplification leaves open, per probe (a probe only
+# saves the solver's query; when it gives up, the query decides)
+HOLDS_TIMEOUT_MS = 1000
 
 
 def probe(inputs: Sequence[tuple[str, Tensor]], outputs: Sequence[tuple[Tensor, Tensor]],
@@ -88,10 +91,13 @@ def libm_difference(outputs: Sequence[tuple[Tensor, Tensor]], conditions: Sequen
 
 def holds(conditions: Sequence[z3.BoolRef], subst: Sequence[tuple[z3.ExprRef, z3.ExprRef]] = ()
           ) -> bool:
-    """Do `conditions`, after substitution, simplify to true?"""
+    """Do `conditions`, after substitution, hold for every value of the uninterpreted
+    functions? Decided by simplification, else by a solver within `HOLDS_TIMEOUT_MS` (a
+    PrimFunc's well-definedness on concrete inputs is a quantified condition, "no loop index
+    reads out of range", which simplification leaves open; `evaluate.certainly_holds`)."""
     if not conditions:
         return True
-    return z3.is_true(z3.simplify(z3.substitute(zf.And(*conditions), *subst)))
+    return certainly_holds(z3.substitute(zf.And(*conditions), *subst), HOLDS_TIMEOUT_MS)
 
 
 def constant_difference(outputs: Sequence[tuple[Tensor, Tensor]], domain: Callable[[str], Any],

@@ -105,8 +105,8 @@ def run_request(folder: Path, func: str, nsets: int, names: list[str],
 
 
 def _last_line(err: Exception) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[-1] if lines else type(err).__name__
+    from tvtv.errors import tvm_message
+    return tvm_message(err)
 
 
 if __name__ == "__main__":

@@ -315,10 +315,71 @@ def test_int_argmax_and_mean():
         encode_op("relax.std", [x], TensorType((2,), "int32"), {"axis": [1]}, IEEEModel())
 
 
-def test_bool_sum_unsupported():
-    with pytest.raises(Unsupported):
-        encode_op("relax.sum", [np.array([True, False])], TensorType((), "bool"), {},
-                  IEEEModel(), ["bool"])
+BOOL_CASES = [((3, 4), [1], False), ((3, 4), [0], True), ((2, 3, 2), None, False),
+              ((5,), [0], False), ((2, 0, 3), [1], False), ((70,), [0], False)]
+
+
+def _bools(shape: tuple, seed: int) -> np.ndarray:
+    """Random bools with an all-True row and an all-False row where the shape allows."""
+    x = np.random.default_rng(seed).random(shape) < 0.5
+    if x.ndim >= 2 and x.shape[1] > 0:
+        x[0, ...], x[-1, ...] = True, False
+    return x
+
+
+@pytest.mark.parametrize("shape,axis,keepdims", BOOL_CASES)
+def test_bool_sum_and_prod_are_any_and_all_as_on_the_vm(shape, axis, keepdims):
+    """TVM's bool arithmetic saturates: sum of a bool tensor is `any`, prod is `all`, in bool
+    (measured here on the VM, which runs LegalizeOps' `acc or x` / `acc and x`); the
+    encoder's values are those bit for bit, an empty axis included (False / True)."""
+    from tests.test_ops_linalg import run_vm, typed_module
+    from tvm import relax
+    x = _bools(shape, len(shape))
+    for op, ref in (("sum", np.any), ("prod", np.all)):
+        make = lambda p, op=op: getattr(relax.op, op)(p, axis=axis, keepdims=keepdims)
+        on_vm = run_vm(typed_module(make, (shape, "bool")), x).numpy()
+        want = ref(x, axis=None if axis is None else tuple(axis), keepdims=keepdims)
+        assert on_vm.dtype == np.bool_ and on_vm.tolist() == want.tolist(), (op, on_vm, want)
+        ty = TensorType(tuple(want.shape), "bool")
+        attrs = {"keepdims": keepdims, **({} if axis is None else {"axis": axis})}
+        (got,) = eval_op(f"relax.{op}", [x], ty, attrs)
+        assert np.asarray(got).tolist() == want.tolist(), (op, got, want)
+
+
+@pytest.mark.parametrize("n", [6, 5000])
+def test_bool_sum_and_prod_legalization_is_proved_and_broken_twins_refuted(n):
+    """LegalizeOps' bool sum / prod loops are proved equal to the ops (unrolled `or` / `and`
+    for 6 terms, a function of the term array for 5000); each broken twin is refuted:
+    the wrong initial value, and `or` exchanged for `and`."""
+    import tvtv
+    from tests.conftest import mutate
+    from tests.test_ops_linalg import typed_module
+    from tvm import relax
+    for op, init, comb, other in (("sum", "T.bool(False)", " or ", " and "),
+                                  ("prod", "T.bool(True)", " and ", " or ")):
+        src = typed_module(lambda p, op=op: getattr(relax.op, op)(p, axis=[1]), ((2, n), "bool"))
+        tgt = relax.transform.LegalizeOps()(src)
+        (r,) = tvtv.verify(src, tgt, timeout=30).results
+        assert r.verdict == "proved", (op, n, r.to_dict())
+        flipped = "T.bool(True)" if init == "T.bool(False)" else "T.bool(False)"
+        for old, new in ((init, flipped), (comb, other)):
+            (b,) = tvtv.verify(src, mutate(tgt, old, new), timeout=30).results
+            assert b.verdict == "counterexample" and b.confirmed, (op, n, old, b.to_dict())
+
+
+def test_large_bool_reductions_nest_without_capture():
+    """Above `BOOL_UNROLL_BOUND` terms a bool sum / prod is a quantified formula; one built
+    inside another's terms binds its own index: "for every r < 5000 some s < 5000 is
+    r + 1" is false (r = 4999), "for some r" is true."""
+    from tvtv.encode import reduction
+    from tvtv.encode.context import EncodeContext
+    n = reduction.BOOL_UNROLL_BOUND + 904
+    ctx = EncodeContext(IEEEModel())
+    inner = lambda r: reduction.reduce_bool(ctx, "sum", n, lambda s: s == r + idx(1))
+    for kind, want in (("prod", False), ("sum", True)):
+        solver = z3.Solver()
+        solver.add(reduction.reduce_bool(ctx, kind, n, inner) != z3.BoolVal(want))
+        assert solver.check() == z3.unsat, kind
 
 
 # -- float sums and what is built on them -----------------------------------------------------

@@ -165,6 +165,45 @@ def reduce_prod(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRe
     return _float_specials(ctx, dtype, n, elem, general, "prod") if is_float(dtype) else general
 
 
+# bool sums and products unrolled up to this many terms (an Or / And); beyond, the same as
+# a quantified formula over the term index
+BOOL_UNROLL_BOUND = 4096
+
+
+def reduce_bool(ctx: EncodeContext, kind: str, n: int, elem: Elem) -> z3.BoolRef:
+    """sum ("any") or prod ("all") of n bool terms. TVM's bool arithmetic saturates: the
+    sum of a bool tensor is its `or`, the product its `and`, in a bool result (LegalizeOps
+    folds `acc or x` from False and `acc and x` from True; measured on the VM against
+    numpy's any / all: tests/test_ops_statistical.py). Exact for every n: an Or / And of
+    the terms, or for more than `BOOL_UNROLL_BOUND` terms "some r < n has elem(r)" /
+    "every r < n has elem(r)", one bound index."""
+    if kind not in ("sum", "prod"):
+        raise ValueError(kind)
+    if n <= BOOL_UNROLL_BOUND:
+        terms = [elem(idx(k)) for k in range(n)]
+        if not terms:
+            return z3.BoolVal(kind == "prod")
+        return zf.Or(*terms) if kind == "sum" else zf.And(*terms)
+    # The bound index is named by how many such quantifiers are being built around it, so
+    # that source and target build the same term (a fresh name would make alpha-equivalent
+    # but different terms), and a term built inside elem (a nested large bool sum) binds
+    # its own index, not this one.
+    global _bool_depth
+    r = z3.Const(f"bool_r{_bool_depth}", INDEX)
+    _bool_depth += 1
+    try:
+        body = elem(r)
+    finally:
+        _bool_depth -= 1
+    in_range = z3.ULT(r, idx(n))
+    if kind == "sum":
+        return z3.Exists([r], zf.And(in_range, body))
+    return z3.ForAll([r], z3.Implies(in_range, body))
+
+
+_bool_depth = 0
+
+
 def reduce_fold(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str) -> z3.ExprRef:
     """max or min: the left fold of numpy.maximum / numpy.minimum."""
     dom = ctx.dom(dtype)
@@ -282,6 +321,11 @@ def tir_reduce(ctx: EncodeContext, op: str, dtype: str, init: z3.ExprRef, n: int
     dom = ctx.dom(dtype)
     if n == 0:
         return init
+    if dtype == "bool" and op in ("or", "and"):   # exact from any initial value
+        folded = reduce_bool(ctx, "sum" if op == "or" else "prod", n, elem)
+        if z3.eq(init, z3.BoolVal(op == "and")):
+            return folded
+        return zf.Or(init, folded) if op == "or" else zf.And(init, folded)
     if is_float(dtype) and op == "add" and z3.eq(init, dom.const(0.0)):
         return reduce_sum(ctx, dtype, n, elem)
     if is_float(dtype) and op == "mul" and z3.eq(init, dom.const(1.0)):

@@ -126,8 +126,8 @@ def reduce_axes(ctx: EncodeContext, x: Tensor, axes: Sequence[int], keepdims: bo
                 kind: str) -> Tensor:
     """sum / prod / max / min of `x` over `axes` (see `tvtv/encode/reduction.py`)."""
     dt = x.dtype
-    if kind in ("sum", "prod") and is_bool(dt):
-        raise Unsupported(f"{kind} of a bool tensor")
+    if kind in ("sum", "prod") and is_bool(dt):   # any / all (`reduction.reduce_bool`)
+        return reduce_with(x, axes, keepdims, dt, lambda n, e: reduction.reduce_bool(ctx, kind, n, e))
     if kind == "sum":
         return reduce_with(x, axes, keepdims, dt, lambda n, e: reduction.reduce_sum(ctx, dt, n, e))
     if kind == "prod":
@@ -208,7 +208,7 @@ def encode_sum(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """Sum over `axis` (None = all) in an unspecified order starting from +0.0 (numpy:
     sum([-0.0]) is +0.0): a NaN term or both infinities give NaN, a ±inf term gives ±inf or
     NaN (finite terms may overflow first in some order), all-zero terms give +0.0; integer
-    sums wrap in the input dtype.
+    sums wrap in the input dtype; a bool sum is `any` (bool arithmetic saturates in TVM).
 
     Float sums of n >= 2 terms are uninterpreted functions of their terms
     (`tvtv/encode/reduction.py`); one term is exactly +0.0 + x; integer sums are exact
@@ -224,7 +224,7 @@ def encode_sum(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 @register("relax.prod")
 def encode_prod(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """Product over `axis` in an unspecified order: any NaN gives NaN, one term is 1.0 * x
-    (exact), integers wrap; other float products are uninterpreted.
+    (exact), integers wrap, a bool product is `all`; other float products are uninterpreted.
 
     The product of +inf and 0 (NaN in IEEE) is left to the uninterpreted function, which
     admits it (sound but not precise).

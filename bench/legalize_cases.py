@@ -699,6 +699,9 @@ def _extra() -> dict[str, list[Case]]:
         "relax.nn.avg_pool1d", [((1, 2, 5), I32)],
         lambda x: O.nn.avg_pool1d(x, pool_size=3, strides=2, padding=1, count_include_pad=False),
         {"pool_size": [3], "strides": [2], "padding": [1, 1], "count_include_pad": False})]
+    # logical_xor of ints: the bitwise xor TVM computes (`x ^ y`)
+    e["relax.logical_xor"] = [_fn("relax.logical_xor", [((2, 3), I32), ((2, 3), I32)],
+                                  O.logical_xor)]
     # bool sum / prod: TVM's saturating bool arithmetic, `any` / `all` (an `or` / `and` loop)
     e["relax.sum"] = [_fn("relax.sum", [((3, 5), BOOL)], lambda x: O.sum(x, axis=[1]), {"axis": [1]})]
     e["relax.prod"] = [_fn("relax.prod", [((2, 3, 2), BOOL)], lambda x: O.prod(x, axis=[0, 2]),

@@ -704,6 +704,29 @@ def test_binary_bool(op: str, ref: Callable) -> None:
     check_abstract(op, [BOOL_A, BOOL_B], want, exact=True, out_dtype="bool")
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int8", "uint8"])
+def test_logical_xor_of_ints_is_bitwise_as_on_the_vm(dtype: str) -> None:
+    """Relax keeps an int operand's dtype and TVM computes `x ^ y` (measured here on the
+    VM): 2 xor 3 is 1, not numpy's logical False. The encoder gives those bits, LegalizeOps
+    is proved, and a broken twin (`^` exchanged for `|`) is refuted."""
+    import tvtv
+    from tests.conftest import mutate
+    from tests.test_ops_linalg import run_vm, typed_module
+    from tvm import relax
+    a = np.array([0, 1, 2, 3, -1, 5, 127, -128]).astype(dtype)
+    b = np.array([0, 0, 3, 1, 1, 5, -1, 1]).astype(dtype)
+    src = typed_module(relax.op.logical_xor, ((8,), dtype), ((8,), dtype))
+    on_vm = run_vm(src, a, b).numpy()
+    assert on_vm.dtype == np.dtype(dtype) and on_vm.tolist() == np.bitwise_xor(a, b).tolist()
+    check_ieee("relax.logical_xor", [a, b], on_vm, exact=True)
+    check_abstract("relax.logical_xor", [a, b], on_vm, exact=True)
+    tgt = relax.transform.LegalizeOps()(src)
+    (r,) = tvtv.verify(src, tgt, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+    (bad,) = tvtv.verify(src, mutate(tgt, " ^ ", " | "), timeout=20).results
+    assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
+
+
 def test_binary_int_wrong_expectations() -> None:
     a, b = np.array([-7, 7], np.int32), np.array([2, -2], np.int32)
     check_rejects("relax.divide", [a, b], np.array([-4, -4], np.int32))      # truncating
@@ -882,6 +905,7 @@ def test_prelu(shape: tuple, axis: int, alpha: list) -> None:
 # -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op,dtype,n", [
     ("relax.logical_and", "float32", 2), ("relax.logical_not", "int32", 1),
+    ("relax.logical_and", "int32", 2), ("relax.logical_xor", "float32", 2),
     ("relax.bitwise_and", "float32", 2), ("relax.bitwise_not", "float32", 1),
     ("relax.power", "int32", 2), ("relax.atan2", "int32", 2), ("relax.log_add_exp", "int32", 2),
     ("relax.left_shift", "float32", 2), ("relax.negative", "bool", 1), ("relax.abs", "bool", 1),

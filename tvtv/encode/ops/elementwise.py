@@ -447,12 +447,26 @@ def encode_shift(ctx: EncodeContext, call: OpCall, args: list) -> object:
 _LOGICAL = {"relax.logical_and": z3.And, "relax.logical_or": z3.Or, "relax.logical_xor": z3.Xor}
 
 
-@register(*_LOGICAL)
+@register("relax.logical_and", "relax.logical_or")
 def encode_logical(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Logical and/or/xor of bool tensors; other dtypes unsupported (Relax keeps their dtype, TVM cannot compile them)."""
+    """Logical and/or of bool tensors; other dtypes unsupported (Relax keeps their dtype, LegalizeOps rejects them)."""
     dtype = _operands_dtype(args, call)
     _require(is_bool(dtype), call, dtype)
     fn = _LOGICAL[call.op]
+    return _binary_map(ctx, call, args, lambda dom, a, b: fn(a, b))
+
+
+@register("relax.logical_xor")
+def encode_logical_xor(ctx: EncodeContext, call: OpCall, args: list) -> object:
+    """Logical xor of bool tensors; of int tensors the bitwise xor in their dtype, as TVM computes it (2 xor 3 is 1, where numpy's logical_xor is False); floats unsupported.
+
+    Relax keeps an int operand's dtype, and topi legalizes the op as `x ^ y` for every dtype:
+    on ints that is the bitwise xor (measured on the VM: logical_xor([2, -1], [3, 1]) in
+    int32 is [1, -2]; docs/findings.md). On floats LegalizeOps rejects it.
+    """
+    dtype = _operands_dtype(args, call)
+    _require(is_bool(dtype) or is_int(dtype), call, dtype)
+    fn = z3.Xor if is_bool(dtype) else (lambda a, b: a ^ b)
     return _binary_map(ctx, call, args, lambda dom, a, b: fn(a, b))
 
 

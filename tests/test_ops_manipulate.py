@@ -35,6 +35,7 @@ from tvtv.encode.values import PrimScalar, flatten
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
 from tvtv.ir.relax_reader import read_module
+from tvtv.ir import tvm_bridge
 
 O = relax.op
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -596,12 +597,44 @@ def test_empty_tvm_slice_matches_numpy() -> None:
     assert outs[0].shape == (0,)
 
 
+@pytest.mark.parametrize("dtype,value,fill", [("int32", 1.5, 1), ("int32", -1.5, -1),
+                                               ("int8", 2.7, 2), ("int32", -0.5, 0),
+                                               ("bool", 0.5, False), ("bool", 1.5, True)])
+def test_pad_value_is_truncated_into_an_integer_dtype_as_on_the_vm(dtype, value, fill) -> None:
+    """TVM casts a non-integral pad_value into an int or bool tensor's dtype, truncating
+    toward zero (measured here on the VM); the encoder pads with that, LegalizeOps is
+    proved, and a twin padding with the next value is refuted."""
+    import tvtv
+    from tests.conftest import mutate
+    from tests.test_ops_linalg import run_vm, typed_module
+    x = np.array([3, 1, 0, 1]).astype(dtype)
+    src = typed_module(lambda p: O.nn.pad(p, [1, 2], pad_value=value), ((4,), dtype))
+    on_vm = run_vm(src, x).numpy()
+    want = np.pad(x, [(1, 2)], constant_values=fill)
+    assert on_vm.tolist() == want.tolist(), on_vm
+    (got,) = eval_op("relax.nn.pad", [x], P.TensorType((7,), dtype),
+                     {"pad_width": [1, 2], "pad_mode": "constant", "pad_value": value})
+    assert np.asarray(got).tolist() == want.tolist()
+    tgt = relax.transform.LegalizeOps()(src)
+    (r,) = tvtv.verify(src, tgt, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+    text = tvm_bridge.module_to_script(tgt)[0]
+    def literal(v: Any) -> str:   # the fill as TVM prints it, closing the if_then_else
+        if dtype == "bool":
+            return f"T.bool({bool(v)}))"
+        return f", {v})" if dtype == "int32" else f"T.{dtype}({v}))"
+    old, new = literal(fill), literal((not fill) if dtype == "bool" else fill + 1)
+    assert old in text, text
+    (bad,) = tvtv.verify(src, mutate(tgt, old, new), timeout=20).results
+    assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
+
+
 # ------------------------------------------------------------------------------------------------
 # unsupported attribute values are refused, never approximated
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op,args,ty,attrs", [
     ("relax.nn.pad", [I23], P.TensorType((2, 5), "int32"),
-     {"pad_width": [0, 0, 1, 1], "pad_mode": "constant", "pad_value": 1.5}),
+     {"pad_width": [0, 0, 1, 1], "pad_mode": "constant", "pad_value": math.nan}),
     ("relax.nn.pad", [X23], P.TensorType((2, 3), "float32"),
      {"pad_width": [0, 0, -1, 1], "pad_mode": "constant", "pad_value": 0.0}),
     ("relax.nn.pad", [X23], P.TensorType((2, 5), "float32"),

@@ -556,8 +556,12 @@ def _pad_constant(ctx: EncodeContext, dtype: str, value: object) -> z3.ExprRef:
     if is_float(dtype):
         return dom.const(float(value))          # rounded to the dtype (1e10 -> inf in float16)
     v = float(value)
-    if not v.is_integer():
-        raise Unsupported(f"relax.nn.pad of {dtype} with the non-integral pad_value {value}")
+    if not math.isfinite(v):
+        raise Unsupported(f"relax.nn.pad of {dtype} with the pad_value {value}")
+    # TVM casts the value to the dtype, truncating toward zero as C does (measured on the VM:
+    # 1.5 -> 1, -1.5 -> -1, 2.7 -> 2, -0.5 -> 0 in int32; 0.5 and -0.5 -> False, 1.5 -> True
+    # in bool)
+    v = float(math.trunc(v))
     if is_bool(dtype):
         return dom.const(v != 0)
     return dom.const(int(v))
@@ -570,8 +574,8 @@ def encode_pad(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     pad_width is the flat list (before_0, after_0, before_1, after_1, ...). Negative widths
     (which TVM's type inference accepts as cropping) are unsupported. Reflection and
     wrapping follow numpy also for widths larger than the dimension (numpy repeats the
-    pattern; PyTorch rejects such widths). A non-integral pad_value on an integer tensor is
-    unsupported (no documented conversion)."""
+    pattern; PyTorch rejects such widths). A non-integral pad_value on an integer or bool
+    tensor is truncated toward zero, as TVM's cast does (1.5 pads with 1)."""
     x = tensor_arg(args, 0, call)
     widths = list(call.attrs.get("pad_width") or [])
     mode = call.attrs.get("pad_mode", "constant") or "constant"

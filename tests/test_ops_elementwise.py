@@ -727,6 +727,44 @@ def test_logical_xor_of_ints_is_bitwise_as_on_the_vm(dtype: str) -> None:
     assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
 
 
+MIXED_PAIRS = [("int32", "float16"), ("float16", "int32"), ("float16", "float32"),
+               ("int32", "int64"), ("int8", "int32"), ("bool", "int32"), ("uint8", "int8"),
+               ("int64", "float32"), ("uint8", "int32"), ("bool", "float32")]
+
+
+@pytest.mark.parametrize("a,b", MIXED_PAIRS)
+def test_comparison_of_mixed_dtypes_is_legalized_as_encoded(a: str, b: str) -> None:
+    """Relax's type inference accepts comparison operands of different dtypes (DeclGen
+    writes them); LegalizeOps casts both to one dtype (`compared_dtype`) and the check of
+    its legalization is proved for every pair."""
+    import tvtv
+    from tests.test_ops_linalg import typed_module
+    from tvm import relax
+    src = typed_module(relax.op.greater_equal, ((4,), a), ((4,), b))
+    (r,) = tvtv.check_pass("LegalizeOps", src, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_int_compared_with_float16_is_rounded_to_float16_as_on_the_vm() -> None:
+    """int32 against float16 compares in float16 (measured here on the VM): 70000 is +inf,
+    65505 is 65504. The twin comparing both in float32 is refuted."""
+    import tvtv
+    from tests.conftest import mutate
+    from tests.test_ops_linalg import run_vm, typed_module
+    from tvm import relax
+    x = np.array([1, 2, 65505, 70000], np.int32)
+    y = np.array([1.5, 2, 65504, np.inf], np.float16)
+    src = typed_module(relax.op.equal, ((4,), "int32"), ((4,), "float16"))
+    on_vm = run_vm(src, x, y).numpy()
+    assert on_vm.tolist() == [False, True, True, True]
+    check_ieee("relax.equal", [x, y], on_vm, exact=True)
+    tgt = relax.transform.LegalizeOps()(src)
+    cast = 'T.Cast("float16", p0[v_ax0]) == p1[v_ax0]'
+    wide = 'T.Cast("float32", p0[v_ax0]) == T.Cast("float32", p1[v_ax0])'
+    (bad,) = tvtv.verify(src, mutate(tgt, cast, wide), timeout=20).results
+    assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
+
+
 def test_binary_int_wrong_expectations() -> None:
     a, b = np.array([-7, 7], np.int32), np.array([2, -2], np.int32)
     check_rejects("relax.divide", [a, b], np.array([-4, -4], np.int32))      # truncating

@@ -165,10 +165,38 @@ _COMPARE = {"relax.equal": "eq", "relax.not_equal": "ne", "relax.less": "lt",
             "relax.less_equal": "le", "relax.greater": "gt", "relax.greater_equal": "ge"}
 
 
+def _bits(dtype: str) -> int:
+    return 1 if is_bool(dtype) else int("".join(c for c in dtype if c.isdigit()))
+
+
+def compared_dtype(a: str, b: str) -> str:
+    """The dtype two comparison operands of different dtypes are cast to, as TIR does it
+    (LegalizeOps of `less` on each pair, measured: `T.Cast("float16", x) < y` for int32
+    against float16): a float over an int or bool, the wider of two floats or of two ints,
+    an int over a bool, and of two ints of one width the unsigned one (uint8 over int8)."""
+    if is_float(a) != is_float(b):
+        return a if is_float(a) else b
+    if _bits(a) != _bits(b):
+        return a if _bits(a) > _bits(b) else b
+    return a if a.startswith("uint") else b
+
+
 @register(*_COMPARE)
 def encode_compare(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """IEEE comparisons into bool: false when an operand is NaN (not_equal: true); -0. == +0.; False < True."""
+    """IEEE comparisons into bool: false when an operand is NaN (not_equal: true); -0. == +0.; False < True.
+
+    Relax's type inference accepts operands of different dtypes here (the result is bool
+    either way); both are then cast to one dtype as TIR does (`compared_dtype`: an int32
+    70000 compared with a float16 is +inf).
+    """
     name = _COMPARE[call.op]
+    tensors = [v for v in args if isinstance(v, Tensor)]
+    if len(tensors) == 2 and tensors[0].dtype != tensors[1].dtype:
+        common = compared_dtype(tensors[0].dtype, tensors[1].dtype)
+        args = [v if v.dtype == common else
+                elementwise(v.shape, common, [v],
+                            lambda x, src=v.dtype: ctx.model.cast(x, src, common))
+                for v in args]
     return _binary_map(ctx, call, args, lambda dom, a, b: getattr(dom, name)(a, b))
 
 

@@ -221,3 +221,28 @@ def test_a_pass_failure_names_tvm_s_sentence_not_the_printer_s_note():
     assert r.reason.startswith("the pass failed: Check failed:"), r.reason
     assert "Expected boolean argument" in r.reason and r.reason.endswith("of type T.int32")
     assert "Metadata omitted" not in r.reason and "\n" not in r.reason
+
+
+def test_unknown_verdicts_are_counted_by_cause(tmp_path):
+    """The summary (terminal and JSON) says why checks are unknown: a module TVM rejects
+    (logical_and of int32) is "TVM rejected the module"; other causes come from the reason."""
+    from tvm.relax import op as O
+    from tvtv.report import Report, Result
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3), "int32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(O.logical_and(x, x)))
+    path = tvm_bridge.save_module(bb.get(), tmp_path / "rejected.py")
+    p = run("check", "--pass", "LegalizeOps", "--module", str(path), "--jobs", "0",
+            "--json", str(tmp_path / "r.json"))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "unknown: 1 TVM rejected the module" in p.stdout, p.stdout
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["unknown_causes"] == {"TVM rejected the module": 1}
+    report = Report([Result("a", None, "unknown", 0.0, "LegalizeOps step: unsupported: x"),
+                     Result("b", None, "unknown", 0.0, "case timeout after 200 s"),
+                     Result("c", None, "unknown", 0.0, "LegalizeOps step: timeout after 30 s per query"),
+                     Result("d", None, "unknown", 0.0, "something new"),
+                     Result("e", None, "proved", 0.0)])
+    assert report.unknown_causes() == {"timeout": 2, "not supported by the encoder yet": 1,
+                                       "other": 1}

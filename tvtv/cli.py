@@ -81,6 +81,10 @@ def print_summary(report: Report, json_path: Optional[Path]) -> None:
         table.add_column(k, justify="right")
     table.add_row(*(str(s[k]) for k in ("proved", "counterexample", "unknown")))
     console.print(table)
+    causes = report.unknown_causes()
+    if causes:
+        console.print("unknown: " + ", ".join(f"{n} {cause}" for cause, n in causes.items()),
+                      markup=False)
     times = sorted(r.seconds for r in report.results)
     if times:
         console.print(f"median {times[len(times) // 2]:.3f} s per check, total {sum(times):.1f} s")

@@ -17,6 +17,27 @@ VERDICTS = (PROVED, COUNTEREXAMPLE, UNKNOWN)
 EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN, EXIT_BAD_INPUT = 0, 1, 2, 3
 
 
+# Why a check is unknown, by the first of these phrases its reason contains (the reasons
+# tvtv writes: api.PassFailed, pipeline, refinement's Unsupported and timeouts, compose's
+# unconfirmed steps, the runner's case timeout), in this order; anything else is "other".
+UNKNOWN_CAUSES: tuple[tuple[str, str], ...] = (
+    ("the pass failed", "TVM rejected the module"),
+    ("the pipeline failed", "TVM rejected the module"),
+    ("is not validated by tvtv yet", "pass not validated by tvtv"),
+    ("unsupported", "not supported by the encoder yet"),
+    ("timeout", "timeout"),
+    ("unconfirmed counterexample", "counterexample not confirmed"),
+    ("counterexample not valid under", "counterexample excluded by the assumptions"),
+    ("disagree", "solvers disagree"),
+)
+
+
+def unknown_cause(reason: str | None) -> str:
+    """The cause of an unknown verdict with this reason (`UNKNOWN_CAUSES`)."""
+    text = reason or ""
+    return next((cause for phrase, cause in UNKNOWN_CAUSES if phrase in text), "other")
+
+
 def json_scalar(v: Any) -> Any:
     """A JSON-safe scalar: special floats as the strings "nan", "inf", "-inf", "-0.0"."""
     if isinstance(v, (bool, np.bool_)):
@@ -189,8 +210,18 @@ class Report:
             counts[r.verdict] += 1
         return counts
 
+    def unknown_causes(self) -> dict[str, int]:
+        """How many unknown verdicts each cause has (`unknown_cause`), most frequent first."""
+        counts: dict[str, int] = {}
+        for r in self.results:
+            if r.verdict == UNKNOWN:
+                cause = unknown_cause(r.reason)
+                counts[cause] = counts.get(cause, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
     def to_dict(self) -> dict[str, Any]:
-        return {"results": [r.to_dict() for r in self.results], "summary": self.summary()}
+        return {"results": [r.to_dict() for r in self.results], "summary": self.summary(),
+                "unknown_causes": self.unknown_causes()}
 
     def write_json(self, path: str | Path) -> None:
         """Write the report (atomically, so a long run's finished results survive a crash)."""

@@ -50,6 +50,8 @@ def format_report(report: Report) -> str:
     """Every result that is not proved, then the summary line."""
     parts = [format_result(r) for r in report.results if r.verdict != "proved"]
     s = report.summary()
+    causes = report.unknown_causes()
+    why = f" ({', '.join(f'{n} {c}' for c, n in causes.items())})" if causes else ""
     parts.append(f"tvtv summary: {s['proved']} proved, {s['counterexample']} counterexample, "
-                 f"{s['unknown']} unknown")
+                 f"{s['unknown']} unknown{why}")
     return "\n".join(parts)

@@ -69,6 +69,11 @@ def test_harmless_names_only_the_known_warning():
     assert harmless(f"[1] /project/include/tvm/topi/transform.h:1261: Warning: {FAST_MODE}.")
     assert harmless("Warning: Fast mode is on") is None
     assert harmless("") is None
+    # what a pass that rejects a module prints besides its error (the verdict's reason)
+    assert harmless("[19:34:11] /project/src/tirx/script/printer/expr.cc:429: Warning: "
+                    "No TScriptPrinterName attribute for te.tensor_load")
+    assert harmless("[19:34:11] /project/src/relax/ir/block_builder.cc:67: Warning: "
+                    "BlockBuilder destroyed with remaining blocks!")
 
 
 LEGALIZE_TAKE = """

@@ -7,7 +7,9 @@ every call prints "Fast mode segfaults when there are out-of-bounds indices"
 (`include/tvm/topi/transform.h:1261`), dozens of lines in a `zero` run, interleaved with the
 progress display. The warning says nothing the check does not already know: the encoder
 makes an out-of-range index in mode "fast" undefined behaviour (`tvtv/encode/ops/
-manipulate.py`, `take`), so the source's UB and the target's agree.
+manipulate.py`, `take`), so the source's UB and the target's agree. Two more come with every
+pass that rejects a module (a DeclGen run prints them a dozen times), whose error is the
+verdict's reason already.
 
 `filter_stderr` puts a pipe in front of a worker process's fd 2 and a thread that forwards
 every line to the real stderr except those `HARMLESS` names. Python's own writes go
@@ -27,6 +29,13 @@ HARMLESS: dict[str, str] = {
     "Fast mode segfaults when there are out-of-bounds indices":
         "topi take in mode \"fast\" (LegalizeOps of relax.take); the encoder makes an index "
         "outside [0, n) undefined behaviour, in source and target alike",
+    # both are printed when a pass rejects a module (DeclGen's logical_and of int32 in
+    # LegalizeOps), whose error is the verdict's reason already ("the pass failed: ...")
+    "No TScriptPrinterName attribute for te.tensor_load":
+        "TVMScript's printer writing a TE tensor load into the error message of a pass that "
+        "rejected the module",
+    "BlockBuilder destroyed with remaining blocks!":
+        "a pass that failed while it was building a function (the failure is the verdict)",
 }
 
 ENV = "TVTV_TVM_WARNINGS"

@@ -176,7 +176,8 @@ def test_precision_change_refuted_in_default_model_and_proved_in_real():
     assert r.verdict == "counterexample"
     assert r.counterexample.confirmed_ieee is True
     x = r.counterexample.inputs["x"][r.counterexample.index]
-    assert float(np.float32(x).astype(np.float16)) != float(x)
+    with np.errstate(over="ignore"):   # the solver may pick an x beyond float16's range
+        assert float(np.float32(x).astype(np.float16)) != float(x)
     assert verdict(IdentityF32, RoundTripF16, fp="real").verdict == "proved"
 
 

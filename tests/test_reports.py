@@ -157,6 +157,7 @@ def test_user_content_is_escaped(run_dir):
     html = (out / "report.html").read_text()
     assert "<script" not in html                 # neither the label, the attribute nor the reason
     assert "&lt;script&gt;alert(" in html        # ... but they are shown, escaped
+    assert "By cause: 1 not supported by the encoder yet." in html
     assert "note" in html                        # the function attribute is in the module text
     # self-contained: no external resources
     assert "http://" not in html and "https://" not in html and "<link" not in html

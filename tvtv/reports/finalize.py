@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from tvtv.ir import npz
-from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result, json_scalar
+from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result, json_scalar, unknown_cause
 from tvtv.reports import cases
 from tvtv.reports.grouping import Finding, Group, group_findings, short_op
 
@@ -246,11 +246,12 @@ def render_html(report: Report, groups: list[Group], pass_name: str) -> str:
     from tvtv.reports.trace import fmt_array
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.globals.update(fmt=_fmt, fmt_array=fmt_array)
+    env.globals.update(fmt=_fmt, fmt_array=fmt_array, unknown_cause=unknown_cause)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("Generated %Y-%m-%d %H:%M UTC by tvtv.")
     return env.get_template("report.html.j2").render(
         pass_name=pass_name, summary=report.summary(), groups=groups, generated=when,
-        unknowns=[r for r in report.results if r.verdict == UNKNOWN])
+        unknowns=[r for r in report.results if r.verdict == UNKNOWN],
+        unknown_causes=report.unknown_causes())
 
 
 def groups_json(groups: list[Group]) -> dict[str, Any]:

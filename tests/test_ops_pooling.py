@@ -347,14 +347,40 @@ def test_int_average_truncates_toward_zero():
 
 
 def test_int_average_pool_unsupported_cases():
-    """bool has no average; an integer window of only padding has no mean."""
+    """bool has no average."""
     ty, attrs = pool_type("avg_pool2d", (1, 1, 2, 2), "bool", pool_size=2)
     with pytest.raises(Unsupported, match="bool"):
         eval_op("relax.nn.avg_pool2d", [np.ones((1, 1, 2, 2), bool)], ty, attrs, ["bool"])
-    ty, attrs = pool_type("avg_pool2d", (1, 1, 2, 2), "int32", pool_size=2, padding=2,
-                          count_include_pad=False)
-    with pytest.raises(Unsupported, match="only padding"):
-        eval_op("relax.nn.avg_pool2d", [np.ones((1, 1, 2, 2), np.int32)], ty, attrs, ["int32"])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_int_window_of_only_padding_averages_to_zero_as_on_the_vm(dtype):
+    """An integer window holding only padding (count_include_pad=False) averages to 0: TVM
+    divides the sum by max(count, 1) (measured here on the VM). The encoder gives those
+    values; for int64 the legalization is proved and a twin whose sums start from 3 is
+    refuted (for int32 TVM's legalization returns int64, the dtype finding of docs/legalize.md)."""
+    import tvtv
+    from tests.conftest import mutate
+    from tests.test_ops_linalg import run_vm, typed_module
+    from tvm import relax
+    x = np.array([[[[5, -7], [3, 9]]]], dtype)
+    make = lambda p: relax.op.nn.avg_pool2d(p, pool_size=(2, 2), strides=(2, 2),
+                                            padding=(2, 2, 0, 0), count_include_pad=False)
+    src = typed_module(make, (x.shape, dtype))
+    on_vm = run_vm(src, x).numpy()
+    assert on_vm.tolist() == [[[[0, 0], [0, 2]]]], on_vm
+    ty, attrs = pool_type("avg_pool2d", x.shape, dtype, pool_size=2, strides=2,
+                          padding=(2, 2, 0, 0), count_include_pad=False)
+    (got,) = eval_op("relax.nn.avg_pool2d", [x], ty, attrs, [dtype])
+    assert np.asarray(got).tolist() == on_vm.tolist()
+    if dtype == "int64":
+        tgt = relax.transform.LegalizeOps()(src)
+        (r,) = tvtv.verify(src, tgt, timeout=20).results
+        assert r.verdict == "proved", r.to_dict()
+        # the sum starting from 3: an empty window averages to 3 / max(0, 1) = 3
+        (bad,) = tvtv.verify(src, mutate(tgt, "v_ax3] = T.int64(0)", "v_ax3] = T.int64(3)"),
+                             timeout=20).results
+        assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
 
 
 # -- adaptive average pooling ----------------------------------------------------------------

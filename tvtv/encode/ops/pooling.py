@@ -17,7 +17,10 @@ Window geometry (layouts, strides, padding, dilation) is shared with the convolu
 - integer averages are `relax.mean`'s: the sum wraps in the dtype and the division by the
   count truncates toward zero (PyTorch has no integer average pooling; TVM's legalization
   computes exactly this, measured: [3, -8] averages to -2). An integer window of only padding
-  has no mean and is unsupported.
+  (count_include_pad=False) averages to 0: its sum, 0, divided by max(count, 1), which is
+  what TVM's legalization computes (measured on the VM). No integer is the mean of nothing,
+  and making it undefined would make every run of such a graph undefined (windows are
+  static), so every target would refine it; TVM's value keeps the rest of the graph checked.
 """
 from __future__ import annotations
 
@@ -141,9 +144,6 @@ def _avg_pool(ctx: EncodeContext, call: OpCall, args: list, nd: int) -> Tensor:
     dom = ctx.dom(win.dtype)
     zero = dom.const(0.0 if is_float(win.dtype) else 0)
     possible = possible_counts(win, include_pad)
-    if 0 in possible and not is_float(win.dtype):
-        # no integer is the mean of nothing (floats: NaN, as 0/0 and numpy's empty mean)
-        raise Unsupported(f"{call.op} on {win.dtype} tensors with a window of only padding")
 
     def element(ix: list[z3.BitVecRef]) -> z3.ExprRef:
         nb, c, *sp = ix
@@ -210,10 +210,11 @@ def _averageable(call: OpCall, dtype: str) -> None:
 
 def _average(ctx: EncodeContext, dtype: str, total: z3.ExprRef, count: int) -> z3.ExprRef:
     """total / count: IEEE division for floats (an empty window is 0 / 0 = NaN), truncating
-    division for integers, as `relax.mean` (the sum wraps in the dtype)."""
+    division for integers, as `relax.mean` (the sum wraps in the dtype; an empty window is
+    its sum, 0, over max(count, 1) as TVM computes it: see the module doc)."""
     dom = ctx.dom(dtype)
     if count == 0:
-        return dom.nan()
+        return dom.nan() if is_float(dtype) else total
     return dom.div(total, count_const(ctx, dtype, count))
 
 
@@ -246,7 +247,7 @@ def encode_max_pool3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.avg_pool1d")
 def encode_avg_pool1d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN; integers wrap and divide truncating, as relax.mean.
+    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN (integers: 0, as TVM); integers wrap and divide truncating, as relax.mean.
 
     Note: TVM's avg_pool1d defaults to count_include_pad=True, avg_pool2d to False; the
     attribute is read from the call.
@@ -256,7 +257,7 @@ def encode_avg_pool1d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.avg_pool2d")
 def encode_avg_pool2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN; integers wrap and divide truncating, as relax.mean.
+    """Window sum (`reduce_sum`, zero padding as +0.0 terms) divided by the number of taps in the input (count_include_pad=False) or in the padded input (True; ceil_mode overhang never counts, as PyTorch), an empty window giving NaN (integers: 0, as TVM); integers wrap and divide truncating, as relax.mean.
 
     The division is one IEEE division of the sum by the count (exact count as a float).
     """
@@ -265,7 +266,7 @@ def encode_avg_pool2d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 
 @register("relax.nn.avg_pool3d")
 def encode_avg_pool3d(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
-    """avg_pool2d's semantics with three spatial dimensions: window sum (zero padding as +0.0 terms) / number of counted taps, NaN for an empty window; integers as relax.mean."""
+    """avg_pool2d's semantics with three spatial dimensions: window sum (zero padding as +0.0 terms) / number of counted taps, NaN for an empty window (integers: 0, as TVM); integers as relax.mean."""
     return _avg_pool(ctx, call, args, 3)
 
 

@@ -26,6 +26,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
+from tvtv.errors import tvm_message
+
 
 # built executables kept by a server, at most (by the hash of the module's files)
 KEEP_EXECUTABLES = 16
@@ -90,7 +92,7 @@ def run_request(folder: Path, func: str, nsets: int, names: list[str],
             vm = tvm_bridge.vm_of(build(folder / f"{name}.py"))
         except Exception as err:
             for j in range(nsets):
-                (folder / f"{name}.s{j}.error.txt").write_text(_last_line(err))
+                (folder / f"{name}.s{j}.error.txt").write_text(tvm_message(err))
             continue
         for j, inputs in enumerate(sets):
             try:
@@ -101,12 +103,7 @@ def run_request(folder: Path, func: str, nsets: int, names: list[str],
                 npz.savez(part, **{f"o{i}": o for i, o in enumerate(outs)})
                 os.replace(part, folder / f"{name}.s{j}.out.npz")
             except Exception as err:  # reported to the parent, which decides what it means
-                (folder / f"{name}.s{j}.error.txt").write_text(_last_line(err))
-
-
-def _last_line(err: Exception) -> str:
-    from tvtv.errors import tvm_message
-    return tvm_message(err)
+                (folder / f"{name}.s{j}.error.txt").write_text(tvm_message(err))
 
 
 if __name__ == "__main__":

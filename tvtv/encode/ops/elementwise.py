@@ -472,10 +472,10 @@ def encode_shift(ctx: EncodeContext, call: OpCall, args: list) -> object:
     return _binary_map(ctx, call, args, shift)
 
 
-_LOGICAL = {"relax.logical_and": z3.And, "relax.logical_or": z3.Or, "relax.logical_xor": z3.Xor}
+_LOGICAL = {"relax.logical_and": z3.And, "relax.logical_or": z3.Or}
 
 
-@register("relax.logical_and", "relax.logical_or")
+@register(*_LOGICAL)
 def encode_logical(ctx: EncodeContext, call: OpCall, args: list) -> object:
     """Logical and/or of bool tensors; other dtypes unsupported (Relax keeps their dtype, LegalizeOps rejects them)."""
     dtype = _operands_dtype(args, call)

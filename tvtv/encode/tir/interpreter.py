@@ -598,7 +598,8 @@ class PrimFuncEncoder:
         elif isinstance(v, T.Binary) and v.b == acc:
             op, term, acc_first = v.op, v.a, False
         elif isinstance(v, T.Logic) and v.op in ("and", "or") and len(v.args) == 2 and acc in v.args:
-            # a bool sum / prod as LegalizeOps writes it: `acc or x`, `acc and x`
+            # a bool sum / prod as LegalizeOps writes it: `acc or x`, `acc and x` (always a
+            # bool buffer, which `reduction.tir_reduce` folds exactly without `step`)
             acc_first = v.args[0] == acc
             op, term = v.op, v.args[1] if acc_first else v.args[0]
         else:
@@ -680,8 +681,6 @@ class PrimFuncEncoder:
 
         def step(a: z3.ExprRef, t: z3.ExprRef) -> z3.ExprRef:
             x, y = (a, t) if acc_first else (t, a)
-            if op in ("and", "or"):
-                return zf.And(x, y) if op == "and" else zf.Or(x, y)
             return self.scalar(self.binary(op, Sc(x, buf.dtype), Sc(y, buf.dtype), buf.dtype),
                                buf.dtype)
 

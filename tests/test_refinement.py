@@ -11,6 +11,7 @@ from tvm.script import tirx as T
 
 import tvtv
 from tvtv.encode.evaluate import same_value
+from tvtv.refinement import SHOWN_BY_EXECUTION
 
 
 def verdict(before, after, **kw):
@@ -88,7 +89,14 @@ def test_wrong_op_refuted_with_separating_inputs():
     x, y = cex.inputs["x"], cex.inputs["y"]
     i = cex.index
     assert not same_value(float(np.float32(x[i]) + np.float32(y[i])), float(np.float32(x[i]) - np.float32(y[i])))
-    assert cex.confirmed_ieee is True and r.confirmed is True
+    assert r.confirmed is True
+    # Either the solver's inputs separate in the IEEE model, or execution ran first and the
+    # VM's drawn inputs replaced them (the IEEE model is then not asked, so confirmed_ieee
+    # stays None). Which one depends on the model Z3 picks, which depends on what the
+    # process created in its Z3 context before: measured 1 of 60 runs with unrelated terms
+    # created first took the second path (and a CI run of the whole suite once did).
+    assert (cex.confirmed_ieee is True and cex.confirmed_by == "vm") or \
+        (cex.confirmed_by == "vm-random-inputs" and SHOWN_BY_EXECUTION in r.levels)
 
 
 def test_signed_zero_is_observed():

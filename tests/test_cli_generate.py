@@ -23,6 +23,17 @@ def test_generate_writes_modules_that_read_back(tmp_path, generator):
         assert tvm_bridge.is_well_formed(tvm_bridge.load_module(f))
 
 
+def test_graphs_is_the_count_as_in_check(tmp_path):
+    """`--graphs N` (check's spelling) and `-n N` write the same graphs."""
+    args = ["generate", "--generator", "simple", "--seed", "4", "--min-ops", "3", "--max-ops", "5"]
+    for flag, folder in (("--graphs", tmp_path / "a"), ("-n", tmp_path / "b")):
+        res = runner.invoke(app, [*args, flag, "3", "--out", str(folder)])
+        assert res.exit_code == 0, res.output
+    written = sorted(p.name for p in (tmp_path / "a").glob("*.py"))
+    assert written == [f"simple_4_{k}.py" for k in range(3)]
+    assert all((tmp_path / "a" / n).read_text() == (tmp_path / "b" / n).read_text() for n in written)
+
+
 def test_disruptive_files_are_rejected_by_tvm(tmp_path):
     from generators.hirgen import crash_oracle
     res = runner.invoke(app, ["generate", "--generator", "hirgen", "--mode", "disruptive",

@@ -333,7 +333,7 @@ def ops(markdown: bool = typer.Option(False, "--markdown", help="print the seman
 @app.command()
 def generate(generator: str = typer.Option("simple", "--generator",
                                            help="simple, gencog, isra, hirgen, typed or declgen"),
-             n: int = typer.Option(10, "-n", help="number of graphs"),
+             n: int = typer.Option(10, "--graphs", "-n", help="number of graphs (as `check --graphs`)"),
              seed: int = typer.Option(0, "--seed"),
              min_ops: int = typer.Option(10, "--min-ops"), max_ops: int = typer.Option(30, "--max-ops"),
              mode: str = typer.Option("strict", "--mode",

@@ -151,3 +151,15 @@ def test_a_batch_is_z3pys_application():
     same(zf.batch("batch", terms), slow)
     same(zf.batch("batch", iter(terms)), slow)
     assert [zf.batch("batch", terms).arg(k).eq(t) for k, t in enumerate(terms)] == [True] * len(terms)
+
+
+def test_substitute_all_is_z3pys_substitute():
+    c1, c2 = z3.BitVec("c1", 16), z3.FP("c2", z3.Float32())
+    terms = [x + y == c1, z3.fpLT(f, g), z3.If(a, x, y), arr[k] == x, lam, a]
+    pairs = [(x, c1), (f, c2), (a, z3.BoolVal(False))]
+    for fast, t in zip(zf.substitute_all(terms, pairs), terms):
+        same(fast, z3.substitute(t, *pairs))
+    assert all(p.eq(t) for p, t in zip(zf.substitute_all(terms, []), terms))
+    assert zf.substitute_all([], pairs) == []
+    with pytest.raises(z3.Z3Exception):
+        zf.substitute_all(terms, [(x, w)])        # 16 bits by 8: z3py's error

@@ -170,12 +170,13 @@ def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
         consts = [z3.Const(f"{p.name}[{k}]", ctx.dom(v.dtype).sort) for k in range(v.numel)]
         scalars[p.name] = (consts, v.dtype, v.shape)
         subst += [(v.at(k), c) for k, c in enumerate(consts)]
-    facts = [z3.substitute(f, *subst) for f in facts]
-    pins = [z3.substitute(f, *subst) for f in pins]
+    # (one substitution for all: z3py's checks every pair again for every term, `zf.substitute_all`)
+    both = zf.substitute_all(facts + pins, subst)
+    facts, pins = both[:len(facts)], both[len(facts):]
     fixed = dict(_fixed(pins))
     read = _const_names(facts[:n_core]) | {c.decl().name() for c in fixed}
     if fixed:
-        facts = [z3.simplify(z3.substitute(f, *fixed.items())) for f in facts + pins]
+        facts = [z3.simplify(f) for f in zf.substitute_all(facts + pins, list(fixed.items()))]
     else:
         facts = facts + pins
     return [f for f in facts if not z3.is_true(f)], scalars, fixed, read

@@ -163,3 +163,15 @@ def test_substitute_all_is_z3pys_substitute():
     assert zf.substitute_all([], pairs) == []
     with pytest.raises(z3.Z3Exception):
         zf.substitute_all(terms, [(x, w)])        # 16 bits by 8: z3py's error
+
+
+def test_simplify_all_is_z3pys_simplify_up_to_argument_order():
+    from tvtv.encode.canonical import Canonicalizer
+    shared = z3.If(a, x + y, y * x)
+    terms = [shared + 0 == x, z3.Or(b, z3.Not(b), c), z3.And(a, shared == y), shared, x]
+    canon = Canonicalizer()
+    for fast, t in zip(zf.simplify_all(terms), terms):
+        assert canon(fast).eq(canon(z3.simplify(t))), (fast, t)
+    assert len(zf.simplify_all(terms)) == len(terms)
+    assert zf.simplify_all([]) == []
+    same(zf.simplify_all([x + 0])[0], z3.simplify(x + 0))

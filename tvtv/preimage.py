@@ -158,7 +158,7 @@ def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
     n_core = len(facts)          # what the named values are computed from, then the inputs
     facts += [f for v in inputs for f in finite(v)]
     # (simplified first: lambda-built tensors read at numerals become their elements' terms)
-    facts = [z3.simplify(f) for f in facts]
+    facts = zf.simplify_all(facts)
     pins = _pins(facts)
     if pins is None:
         return None
@@ -176,7 +176,7 @@ def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
     fixed = dict(_fixed(pins))
     read = _const_names(facts[:n_core]) | {c.decl().name() for c in fixed}
     if fixed:
-        facts = [z3.simplify(f) for f in zf.substitute_all(facts + pins, list(fixed.items()))]
+        facts = zf.simplify_all(zf.substitute_all(facts + pins, list(fixed.items())))
     else:
         facts = facts + pins
     return [f for f in facts if not z3.is_true(f)], scalars, fixed, read

@@ -265,3 +265,17 @@ def substitute_all(terms: Any, pairs: Any) -> list[Any]:
     targets = (_Ast * n)(*[b.as_ast() for _, b in pairs])
     return [z3.z3._to_expr_ref(z3core.Z3_substitute(ref, t.as_ast(), n, sources, targets), ctx)
             for t in terms]
+
+
+def simplify_all(terms: Any) -> list[Any]:
+    """`[z3.simplify(t) for t in terms]` in one call of Z3's simplifier, which keeps its
+    cache for the whole call but none between calls: terms that share subterms (the elements
+    of one tensor, read from one lambda-built array) are simplified once, not once per term.
+    Measured on a typed-generator graph's pre-image queries (`tvtv.preimage`): simplifying
+    the facts one by one was 99% of building them (py-spy). The results are the same terms
+    up to the order in which the simplifier leaves commutative arguments (it orders them by
+    term ids)."""
+    terms = list(terms)
+    if len(terms) < 2:
+        return [z3.simplify(t) for t in terms]
+    return list(z3.simplify(batch("tvtv_simplify_batch", terms)).children())

@@ -238,7 +238,7 @@ def _find_lambda(terms: Sequence[z3.ExprRef]) -> z3.QuantifierRef | None:
 def lift_lambdas(facts: Sequence[z3.BoolRef], limit: int = 2000) -> list[z3.BoolRef]:
     """Equisatisfiable facts without lambda terms: each closed lambda becomes a fresh array
     with a quantified definition."""
-    facts = [z3.simplify(f) for f in facts]
+    facts = zf.simplify_all(facts)
     defs: list[z3.BoolRef] = []
     for k in range(limit):
         lam = _find_lambda(facts + defs)
@@ -248,8 +248,8 @@ def lift_lambdas(facts: Sequence[z3.BoolRef], limit: int = 2000) -> list[z3.Bool
         dom = lam.sort().domain()
         i = z3.Const(f"tvtv_lifted_{k}_i", dom)
         body = z3.simplify(zf.Select(lam, i))
-        facts = [z3.substitute(f, (lam, arr)) for f in facts]
-        defs = [z3.substitute(f, (lam, arr)) for f in defs]
+        facts = zf.substitute_all(facts, [(lam, arr)])
+        defs = zf.substitute_all(defs, [(lam, arr)])
         defs.append(z3.ForAll([i], zf.Select(arr, i) == body))
     raise Unsupported("cvc5: too many lambda terms to lift")
 

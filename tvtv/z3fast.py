@@ -272,9 +272,10 @@ def simplify_all(terms: Any) -> list[Any]:
     cache for the whole call but none between calls: terms that share subterms (the elements
     of one tensor, read from one lambda-built array) are simplified once, not once per term.
     Measured on a typed-generator graph's pre-image queries (`tvtv.preimage`): simplifying
-    the facts one by one was 99% of building them (py-spy). The results are the same terms
-    up to the order in which the simplifier leaves commutative arguments (it orders them by
-    term ids)."""
+    the facts one by one was 99% of building them (py-spy). Each result is Z3's
+    simplification of its term, so it means the same; its form may differ from a call of its
+    own (the simplifier orders commutative arguments by term ids, and on a graph's larger
+    queries some forms differed beyond that: `bench/preimage_query.py`)."""
     terms = list(terms)
     if len(terms) < 2:
         return [z3.simplify(t) for t in terms]

@@ -421,6 +421,8 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
             found: _Outcome | None = None
             rounded = False      # found in the real model under op-rounding
             refuted: set[int] = set()
+            # inputs on which a finite exact attempt was refuted (a `tvtv.lift` candidate)
+            candidate: dict[str, Any] | None = None
             for aopts, conditional, group, up_to_rounding in _attempts(options, op_opts, op):
                 if group in refuted:
                     # refuted on finite values: the group's exact lemma, which implies the
@@ -437,8 +439,13 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
                     break
                 if conditional and not outcome.why.endswith(": unknown"):
                     refuted.add(group)
-                    if outcome.inputs is not None and not up_to_rounding:
-                        lemmas.refuted_finite.setdefault(mhash, (op, outcome.inputs))
+                    if candidate is None and not up_to_rounding:
+                        candidate = outcome.inputs
+            # proved up to rounding, the exact group's counterexample is rounding, which
+            # op-rounding allows: no candidate then (measured: rms_norm (1, 2) was refuted
+            # exactly, then proved in the real model)
+            if candidate is not None and not rounded:
+                lemmas.refuted_finite[mhash] = (op, candidate)
             if found is None or found.lemma is None or found.key is None:
                 assert first is not None
                 lemmas.not_proved.append(first.why)
@@ -448,10 +455,6 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
             else:
                 lemmas.by_key[found.key] = found.lemma
             if rounded:
-                # its exact group's counterexample on finite values is rounding, which
-                # op-rounding allows: not a candidate for `tvtv.lift` (measured: rms_norm
-                # (1, 2) was refuted exactly, then proved in the real model)
-                lemmas.refuted_finite.pop(mhash, None)
                 lemmas.up_to_rounding.append(op + (" (on finite values)" if found.lemma.conditional else ""))
             else:
                 (lemmas.proved_finite if found.lemma.conditional else lemmas.proved).append(op)

@@ -115,3 +115,79 @@ def test_the_cli_workers_output_has_no_fast_mode_warning(tmp_path: Path):
     loud = subprocess.run(args, capture_output=True, text=True, timeout=300, env={**env, ENV: "all"})
     assert loud.returncode == 0
     assert FAST_MODE in loud.stderr
+
+
+KEEP_PYTHON = f"""
+    import os, sys
+    from tvtv.native_log import filtered_stderr
+    before = sys.stderr
+    with filtered_stderr(keep_python=True) as f:
+        os.write(2, b"[12:00:00] transform.h:1261: Warning: {FAST_MODE}.\\n")
+        print("python: {FAST_MODE}", file=sys.stderr, flush=True)
+        moved = sys.stderr is not before and sys.stderr.fileno() != 2
+    print("after", file=sys.stderr)
+    print(moved, sys.stderr is before, dict(f.dropped) if f else None)
+"""
+
+
+def test_keep_python_moves_only_python_writes_past_the_filter():
+    """tvtv's own process: what C++ writes to fd 2 is filtered, Python's sys.stderr writes
+    to a copy of the real descriptor (a terminal stays one for rich) and comes back after."""
+    res = python(KEEP_PYTHON)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == f"python: {FAST_MODE}\nafter\n"
+    assert res.stdout.strip() == f"True True {repr({FAST_MODE: 1})}"
+
+
+def _check_in_process(module: Path, env: dict[str, str], stderr: int | None = None
+                      ) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, "-m", "tvtv", "check", "--pass", "LegalizeOps", "--module",
+            str(module), "--jobs", "0"]
+    return subprocess.run(args, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE if stderr is None else stderr,
+                          text=True, timeout=300, env=env)
+
+
+def test_the_in_process_run_has_no_fast_mode_warning(tmp_path: Path):
+    """`tvtv check --jobs 0` runs TVM in tvtv's own process: the warning is dropped there
+    too, and shown with TVTV_TVM_WARNINGS=all."""
+    (tmp_path / "take.py").write_text(TAKE_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != ENV and not k.startswith("TVTV_TEST_")}
+    res = _check_in_process(tmp_path / "take.py", env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "proved" in res.stdout
+    assert FAST_MODE not in res.stderr + res.stdout
+    loud = _check_in_process(tmp_path / "take.py", {**env, ENV: "all"})
+    assert loud.returncode == 0
+    assert FAST_MODE in loud.stderr
+
+
+def test_the_in_process_progress_display_is_drawn_on_a_terminal(tmp_path: Path):
+    """With stderr on a terminal (a pseudo-terminal here) rich still draws its progress
+    display while the C++ warnings are filtered: a pipe on fd 2 alone would make rich think
+    stderr is no terminal and draw nothing."""
+    import pty
+    (tmp_path / "take.py").write_text(TAKE_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != ENV and not k.startswith("TVTV_TEST_")}
+    env["COLUMNS"] = "120"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tvtv", "check", "--pass", "LegalizeOps",
+                             "--module", str(tmp_path / "take.py"), "--jobs", "0"],
+                            stdout=subprocess.PIPE, stderr=slave, text=True, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:   # EIO once the child has closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    out = proc.stdout.read() if proc.stdout else ""
+    assert proc.wait(timeout=300) == 0, out
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert "checking LegalizeOps" in shown and "1/1" in shown
+    assert FAST_MODE not in shown
+    assert "proved" in out

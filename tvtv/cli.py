@@ -160,8 +160,10 @@ def _finalize(out: Path, report: Report, target: str, minimize: bool) -> None:
     finalize = getattr(reports, "finalize", None)
     if finalize is None:
         return
+    from tvtv.native_log import filtered_stderr
     try:
-        finalize(out, report, target, minimize)
+        with filtered_stderr(keep_python=True):   # minimization runs TVM in this process
+            finalize(out, report, target, minimize)
     except InputError:
         raise
     except Exception as err:   # the verdicts stand; say the reports are incomplete
@@ -250,8 +252,14 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
             TimeRemainingColumn
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=err_console, transient=True,
-                      disable=not sys.stderr.isatty()) as progress:
+        from contextlib import ExitStack
+
+        from tvtv.native_log import filtered_stderr
+        in_process = ExitStack()
+        if jobs == 0:   # TVM runs in this process: its harmless C++ warnings would cut into the display
+            in_process.enter_context(filtered_stderr(keep_python=True))
+        with in_process, Progress(*columns, console=err_console, transient=True,
+                                  disable=not sys.stderr.isatty()) as progress:
             finished = len(store.finished() & {c.key for c in cases}) if store is not None and resume else 0
             if finished:
                 console.print(f"resuming {db_path}: {finished} of {len(cases)} cases already done", markup=False,

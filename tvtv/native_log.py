@@ -14,6 +14,11 @@ verdict's reason already.
 `filter_stderr` puts a pipe in front of a worker process's fd 2 and a thread that forwards
 every line to the real stderr except those `HARMLESS` names. Python's own writes go
 through it too, in order. `TVTV_TVM_WARNINGS=all` turns the filter off.
+
+tvtv's own process (`tvtv check --jobs 0`, minimization after a run) filters with
+`keep_python=True`: there rich draws its live progress display on stderr, and rich shows it
+only on a terminal, which a pipe is not. So Python's `sys.stderr` is moved to a copy of the
+real descriptor (still the terminal), and only what C++ writes to fd 2 passes the filter.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 # A substring of a known harmless TVM log line -> why it may be dropped.
 HARMLESS: dict[str, str] = {
@@ -48,12 +54,21 @@ def harmless(line: str) -> str | None:
 
 class StderrFilter:
     """A pipe in front of this process's fd 2; lines `harmless` names are counted in
-    `dropped` instead of written. `close()` restores fd 2 and writes what is left."""
+    `dropped` instead of written. `close()` restores fd 2 and writes what is left.
 
-    def __init__(self) -> None:
+    With `keep_python`, Python's `sys.stderr` (when it is fd 2, not a capture of pytest's or
+    click's) writes to a copy of the real descriptor instead, past the filter: a terminal
+    stays a terminal for rich."""
+
+    def __init__(self, keep_python: bool = False) -> None:
         self.dropped: Counter[str] = Counter()
         sys.stderr.flush()
         self._real = os.dup(2)
+        self._python: TextIO | None = None
+        if keep_python and _is_fd2(sys.stderr):
+            self._python = sys.stderr
+            sys.stderr = open(os.dup(self._real), "w", buffering=1,
+                              encoding=self._python.encoding, errors=self._python.errors)
         read, write = os.pipe()
         os.dup2(write, 2)
         os.close(write)
@@ -94,23 +109,34 @@ class StderrFilter:
     def close(self) -> None:
         """Put the real stderr back on fd 2 and wait until every line written before is out."""
         sys.stderr.flush()
+        if self._python is not None:
+            moved, sys.stderr = sys.stderr, self._python
+            moved.close()
         os.dup2(self._real, 2)   # the pipe's last writer is gone: the thread reads to its end
         self._thread.join(2)   # a child still holding fd 2 must not hold up the exit
         os.close(self._real)
 
 
-def filter_stderr() -> StderrFilter | None:
-    """Filter this process's stderr (for a worker process, at its start); None when
-    `TVTV_TVM_WARNINGS=all` asks to see every line."""
+def _is_fd2(stream: object) -> bool:
+    """Whether `stream` writes to file descriptor 2 itself."""
+    try:
+        return stream.fileno() == 2   # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False   # io.StringIO and captures without a descriptor
+
+
+def filter_stderr(keep_python: bool = False) -> StderrFilter | None:
+    """Filter this process's stderr (for a worker process, at its start; with `keep_python`
+    for tvtv's own process); None when `TVTV_TVM_WARNINGS=all` asks to see every line."""
     if os.environ.get(ENV, "").strip().lower() == "all":
         return None
-    return StderrFilter()
+    return StderrFilter(keep_python)
 
 
 @contextmanager
-def filtered_stderr() -> Iterator[StderrFilter | None]:
+def filtered_stderr(keep_python: bool = False) -> Iterator[StderrFilter | None]:
     """`filter_stderr` for the block, every line out and fd 2 restored when it ends."""
-    active = filter_stderr()
+    active = filter_stderr(keep_python)
     try:
         yield active
     finally:

@@ -179,6 +179,20 @@ def test_each_reproducer_runs_on_its_own_and_shows_the_difference(run_dir, tmp_p
         assert "source" in proc.stdout and "target" in proc.stdout
 
 
+def test_a_reproducer_of_a_module_with_a_local_function_runs(tmp_path):
+    """relax.build rejects local functions: the script lambda-lifts the modules first."""
+    from tests.test_vm_server import LocalFunction
+    text, consts = tvm_bridge.module_to_script(LocalFunction)
+    broken = tvm_bridge.parse_script(text.replace("R.add(", "R.subtract("), consts)
+    x = np.array([1.0, 2.0, 3.0], dtype="float32")
+    script = tmp_path / "repro_local.py"
+    script.write_text(reproducer_source(LocalFunction, broken, "main", [x], "add to subtract",
+                                        "Broken"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "DIFFERENCE: output 0 at index (0,)" in proc.stdout
+
+
 def test_vm_blind_difference_is_confirmed_by_the_specification(tmp_path):
     """LegalizeOps of relu on NaN: the VM legalizes the source too, so both sides agree on
     the VM; the IEEE evaluation of relu's specification (NaN propagates) differs from the

@@ -419,8 +419,30 @@ def build_vm(mod: IRModule) -> Any:
     return vm_of(build_executable(mod))
 
 
+def has_local_functions(mod: IRModule) -> bool:
+    """Whether a Relax function of `mod` defines a function inside its body (the typed
+    generator's `f0 = R.function ...` in a branch)."""
+    found = False
+
+    def visit(node: Any) -> None:
+        nonlocal found
+        found = found or isinstance(node, relax.Function)
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
 def build_executable(mod: IRModule) -> Any:
-    """`mod` built for llvm (`relax.build`), to be run by `vm_of`."""
+    """`mod` built for llvm (`relax.build`), to be run by `vm_of`.
+
+    relax.build cannot build a local function ("VMShapeLower do not work for local functions,
+    make sure to run it after LambdaLift", TVM 0.27), so a module with one is lambda-lifted
+    first: LambdaLift moves each local function to a private global one and changes no
+    value (it is one of the passes tvtv validates; on a module without local functions it
+    leaves the structural hash unchanged, measured on typed graphs)."""
+    if has_local_functions(mod):
+        mod = relax.transform.LambdaLift()(mod)
     return relax.build(mod, target="llvm")
 
 

@@ -72,6 +72,9 @@ def parse(text, consts):
 
 
 def run(mod, inputs):
+    # relax.build cannot build local functions; LambdaLift makes them private globals and
+    # changes nothing else (a module without any is left as it is)
+    mod = relax.transform.LambdaLift()(mod)
     vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
     make = getattr(tvm.runtime, "tensor", None) or tvm.nd.array
     out = vm[FUNCTION](*[make(np.ascontiguousarray(a), tvm.cpu()) for a in inputs])

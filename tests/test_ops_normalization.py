@@ -606,3 +606,24 @@ def test_moving_mean_update_is_a_finding():
     assert cex.confirmed_by in ("ieee-spec", "ieee-spec-cpu")
     spec, target = cex.executed_values
     assert np.isclose(spec, documented, rtol=1e-5) and np.isclose(target, tvm, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pass_name, training", [("DecomposeOpsForTraining", False),
+                                                 ("DecomposeOpsForInference", True)])
+def test_decompose_ops_ignores_batch_norm_s_training_attribute(pass_name, training):
+    """Found by a sweep (Isra, seed 23, graph 7): each DecomposeOps pass decomposes every
+    batch_norm in its own mode, whatever the call's `training` says. DecomposeOpsForTraining
+    normalizes a training=False batch_norm with the batch's statistics (x = [2], moving
+    statistics 3: 3.0 where the VM's source gives 1.268), DecomposeOpsForInference a
+    training=True one with the moving statistics. The normalized output changes, confirmed
+    by execution on the VM (the source's legalization keeps the mode)."""
+    from tvtv.api import check_pass
+    (r,) = check_pass(pass_name, _bn_module(training=training, item=0), timeout=10).results
+    assert r.verdict == "counterexample", r.reason
+    assert r.confirmed is True, r.to_dict()
+    cex = r.counterexample
+    # measured: "vm" for both (the source's and the target's runs differ)
+    assert cex.confirmed_by in ("vm", "vm-random-inputs"), cex.confirmed_by
+    # the proof in the pass's own mode stands (the twin: the attribute matters)
+    (same,) = check_pass(pass_name, _bn_module(training=not training, item=0), timeout=10).results
+    assert same.verdict == "proved", same.reason

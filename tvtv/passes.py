@@ -55,8 +55,11 @@ for _name, _note in [
     ("RemoveRedundantReshape", "removes reshape chains"),
     ("ReorderPermuteDimsAfterConcat", "concat(permute) -> permute(concat)"),
     ("CombineParallelMatmul", "parallel matmuls -> one matmul + split"),
-    ("DecomposeOpsForInference", "batch_norm (inference) -> elementwise ops"),
-    ("DecomposeOpsForTraining", "batch_norm (training) -> mean, variance and elementwise ops"),
+    # both passes ignore batch_norm's `training` attribute (docs/findings.md)
+    ("DecomposeOpsForInference", "batch_norm -> elementwise ops, as in inference whatever its "
+                                 "training attribute"),
+    ("DecomposeOpsForTraining", "batch_norm -> mean, variance and elementwise ops, as in "
+                                "training whatever its training attribute"),
 ]:
     register(PassSpec(_name, _relax(_name), note=_note))
 

@@ -125,3 +125,67 @@ def test_minimize_command_bad_pass_is_one_line(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "unknown pass" in proc.stderr
+
+
+@I.ir_module
+class Overflow:
+    """log_add_exp's legalization, log(exp(a) + exp(b)), overflows float16 from about 11.1
+    where the specification (numpy.logaddexp) gives a + ln 2; sort, min and max below it, and
+    an unrelated output. GenCoG's seed-23 graph 7 in small."""
+
+    @R.function
+    def main(x1: R.Tensor((3, 2), "float16"), v1: R.Tensor((1,), "float16"),
+             y: R.Tensor((2,), "float16")) -> R.Tuple(R.Tensor((1, 1), "float16"), R.Tensor((2,), "float16")):
+        with R.dataflow():
+            v2 = R.log_add_exp(v1, v1)
+            v3 = R.sort(v2, axis=0, descending=True)
+            v4 = R.multiply(v3, v3)
+            v5 = R.min(v4, axis=[0], keepdims=True)
+            v8 = R.subtract(v5, x1)
+            v9 = R.max(v8, axis=[0, 1], keepdims=True)
+            e = R.exp(y)
+            R.output(v9, e)
+        return (v9, e)
+
+
+def _found_by_testing_only():
+    """LegalizeOps' counterexample on `Overflow` with the solver given no time at all
+    (`budget`): undecided, so testing on drawn inputs finds it, as the solver's 30 s did not
+    on the GenCoG graph."""
+    from tvtv.api import check_pass
+    from tvtv.minimize import found_by_testing
+    (r,) = check_pass("LegalizeOps", Overflow, budget=1e-6).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.reason
+    assert found_by_testing(r), r.levels
+    return r
+
+
+def test_a_finding_only_testing_shows_is_minimized_by_testing():
+    """Candidates are tested on drawn inputs of the original's class (finite here), so the
+    case shrinks to the overflowing log_add_exp and keeps that cause (witness finite)."""
+    r = _found_by_testing_only()
+    m = minimize_case(Overflow, "LegalizeOps", r, budget=1e-6)
+    ops = [n.op for n in m.graph.nodes]
+    assert "relax.log_add_exp" in ops and m.ops <= 2, (ops, m.log)
+    assert m.witness == "finite", m.log
+    assert m.log and all("(shown by testing)" in step for step in m.log)
+    assert m.result.verdict == "counterexample" and m.result.confirmed is True
+
+
+def test_without_testing_the_undecided_solver_accepts_no_candidate(monkeypatch):
+    """The twin: with candidates left to the solver (which decides nothing here, as on the
+    GenCoG graph), no reduction is accepted."""
+    import tvtv.minimize as minimize
+    r = _found_by_testing_only()
+    monkeypatch.setattr(minimize, "found_by_testing", lambda result: False)
+    m = minimize_case(Overflow, "LegalizeOps", r, budget=1e-6, max_checks=8)
+    assert m.ops == 7 and m.accepted == 0, m.log
+
+
+def test_input_class_of_counterexample_inputs():
+    from tvtv.minimize import input_class
+    finite = {"x": np.array([1.0, -0.0], "float16"), "i": np.array([3], "int64")}
+    assert input_class(finite) == ("no-nan", "no-inf")
+    assert input_class({**finite, "y": np.array([np.inf], "float32")}) == ("no-nan",)
+    assert input_class({**finite, "y": np.array([np.inf, np.nan], "float32")}) == ()
+    assert input_class({"b": np.array([True])}) == ("no-nan", "no-inf")

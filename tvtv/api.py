@@ -271,6 +271,8 @@ def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
 
 
 NOTHING_SHOWN = "testing on drawn inputs: no difference shown"
+# part of the level `_test_undecided` adds when testing shows the difference
+TESTING_FOUND = "testing on drawn inputs found the difference"
 # the level `_demote_unshown` adds
 UNCONFIRMED = "counterexample unconfirmed: unknown"
 # the reason of an `unknown` the solver left undecided (`refinement._check_function`), also
@@ -327,8 +329,7 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
         r.levels.append(NOTHING_SHOWN)
         return
     cex, how = found
-    r.levels.append(f"undecided by the solver ({r.reason}); testing on drawn inputs found "
-                    f"the difference: {how.detail}")
+    r.levels.append(f"undecided by the solver ({r.reason}); {TESTING_FOUND}: {how.detail}")
     r.verdict, r.reason, r.counterexample, r.confirmed = COUNTEREXAMPLE, cex.message, cex, True
 
 

@@ -27,6 +27,17 @@ output and the inputs may change too: a mistranslated `add` under a `relu` minim
 `add` alone. A check that times out or fails counts as "not the same". Candidates are checked
 without running the VM (`confirm_vm=False`); the final minimized case is checked once more with
 confirmation.
+
+A counterexample the solver left undecided and testing found (`tvtv.api._test_undecided`,
+e.g. log_add_exp overflowing float16 deep in a graph) is minimized by testing instead: each
+candidate is tested on the seeded input sets (`confirm.search_by_testing`: the specification
+against the target's run on the VM, so an accepted candidate is a true counterexample), drawn
+under the assumptions the original inputs satisfy (`input_class`: finite inputs stay finite,
+so a cut cannot trade the cause for a NaN or an infinity elsewhere: measured, without it the
+GenCoG case below drifted to `max` on an infinity). Before, such a finding could not be
+minimized at all: candidates are checked without the VM, so each ended `unknown` (measured:
+GenCoG seed-23 graph 7 under LegalizeOps stayed at 10 ops after 7 checks and 168 s; by
+testing 10 -> 2 ops in 27 checks and 15 s; `bench/minimize_testing.py`).
 """
 from __future__ import annotations
 
@@ -54,6 +65,8 @@ WITNESS_LADDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nan", ()),
 )
 DEFAULT_TIMEOUT = 10.0
+# seconds of IEEE evaluation a candidate's test may take (`confirm.search_by_testing`)
+CANDIDATE_TESTING_BUDGET = 10.0
 DEFAULT_MAX_SECONDS = 120.0   # wall-clock budget of the reduction (the final checks come on top)
 
 
@@ -214,6 +227,12 @@ class _Reducer:
     def __init__(self, pass_: Any, key: tuple[str, ...], func: str, timeout: float,
                  max_checks: int, options: dict[str, Any], max_seconds: float = DEFAULT_MAX_SECONDS) -> None:
         self.pass_ = pass_
+        self.testing = False     # candidates are tested on drawn inputs, not given to the solver
+        self.tested = 0          # candidates accepted by testing
+        # the assumptions the original counterexample's inputs satisfy (`input_class`): a
+        # candidate's test draws only such inputs, so it shows the same kind of difference,
+        # not one a NaN or an infinity shows elsewhere in the graph
+        self.input_class: tuple[str, ...] = ()
         self.deadline = time.perf_counter() + max_seconds
         self.key = key
         self.func = func
@@ -241,10 +260,47 @@ class _Reducer:
                 return r
         return None
 
+    def shown_by_testing(self, g: Graph) -> bool:
+        """Does testing on drawn inputs (`confirm.search_by_testing`, under the options'
+        assumptions) show a value difference between the candidate's specification and the
+        pass's output run on the VM?"""
+        from generators.emit import emit
+        from tvtv import confirm
+        from tvtv.api import PassFailed, run_pass
+        if self.key != ("value",):
+            return False
+        try:
+            _, before, after, _ = run_pass(self.pass_, emit(g, func_name=self.func))
+        except PassFailed:
+            return False
+        except Exception:   # GraphError or TVM's own type errors: not a valid candidate
+            return False
+        params = _tensor_params(before, self.func)
+        if params is None:
+            return False
+        assume = tuple(dict.fromkeys([*(self.options.get("assume") or ()), *self.input_class]))
+        try:
+            found = confirm.search_by_testing(before, after, self.func, params, assume,
+                                              budget=CANDIDATE_TESTING_BUDGET)
+        except Exception:   # an internal error on a candidate: not the same finding
+            return False
+        return found is not None
+
     def interesting(self, g: Graph, what: str) -> bool:
         if self.checks >= self.max_checks or g.num_ops == 0 or time.perf_counter() > self.deadline:
             return False
         self.checks += 1
+        if self.testing:
+            # the solver did not decide the original within its timeout, and mostly does not
+            # on a candidate either: asking it cost 20-25 s per rejected candidate, where a
+            # test takes 2-5 s (measured on GenCoG seed-23 graph 7: 10 -> 6 ops in 8 checks
+            # and 183 s with the solver asked after the test, `bench/minimize_testing.py`)
+            ok = self.shown_by_testing(g)
+            if ok:
+                self.accepted += 1
+                self.tested += 1
+                self.log.append(f"{what}: {g.num_ops} ops (shown by testing)")
+            return ok
         r = self.result(g)
         ok = r is not None and finding_key(r) == self.key
         if ok:
@@ -323,6 +379,43 @@ class _Reducer:
         return g
 
 
+def _tensor_params(mod: Any, func: str) -> list[tuple[str, tuple[int, ...], str]] | None:
+    """(name, shape, dtype) of each parameter of Relax function `func` of `mod`, as tvtv
+    reads them; None when one is not a tensor (testing draws tensors only) or the function
+    cannot be read."""
+    from tvtv.errors import TvtvError
+    from tvtv.ir import program as P
+    from tvtv.ir import relax_reader
+    try:
+        fn = relax_reader.read_module(mod).functions.get(func)
+    except TvtvError:
+        return None
+    if fn is None or not all(isinstance(p.ty, P.TensorType) for p in fn.params):
+        return None
+    return [(p.name, tuple(p.ty.shape), p.ty.dtype) for p in fn.params]
+
+
+def input_class(inputs: dict[str, Any]) -> tuple[str, ...]:
+    """The assumptions of `WITNESS_LADDER` (but the sign of zero) that counterexample inputs
+    `inputs` satisfy: no-nan and no-inf when every float element is finite, no-nan when
+    none is NaN, none otherwise."""
+    import numpy as np
+    floats = [np.asarray(a) for a in inputs.values()
+              if np.asarray(a).dtype.kind == "f" or "float" in str(np.asarray(a).dtype)]
+    values = [a.astype("float64") for a in floats]
+    if any(np.isnan(v).any() for v in values):
+        return ()
+    if any(np.isinf(v).any() for v in values):
+        return ("no-nan",)
+    return ("no-nan", "no-inf")
+
+
+def found_by_testing(r: Result | None) -> bool:
+    """Did testing on drawn inputs find `r`'s counterexample, the solver undecided?"""
+    from tvtv.api import TESTING_FOUND
+    return r is not None and any(TESTING_FOUND in level for level in r.levels)
+
+
 def _differing_output(g: Graph, r: Result) -> str | None:
     cex = r.counterexample
     if cex is None or cex.output is None:
@@ -358,13 +451,21 @@ def minimize_case(module: Any, pass_: Any, result: Result | None = None, *, func
     graph = _clean(graph)
     red = _Reducer(pass_, ("",), func, timeout, max_checks, options, max_seconds)
     if result is None or finding_key(result) is None:
-        result = red.result(graph)
+        # with the VM, as `tvtv check` does: a finding only testing shows is found too
+        result = red.result(graph, confirm_vm=True)
         red.checks += 1
     key = finding_key(result) if result is not None else None
     if key is None:
         verdict = result.verdict if result is not None else "no result"
         raise InputError(f"cannot minimize: the pass shows no counterexample on this module ({verdict})")
     red.key = key
+    red.testing = found_by_testing(result)
+    if red.testing and result.counterexample is not None:
+        # the solver's checks of candidates too: a cut that makes a value a parameter lets
+        # the solver pick an infinity there, another difference of the same kind
+        red.input_class = input_class(result.counterexample.inputs)
+        red.options = {**options, "assume": list(dict.fromkeys(
+            [*(options.get("assume") or ()), *red.input_class]))}
     original_ops = graph.num_ops
     g = red.outputs(graph, _differing_output(graph, result))
     while red.checks < max_checks and time.perf_counter() < red.deadline:

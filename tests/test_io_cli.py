@@ -251,10 +251,28 @@ class Module:
 """
 
 
+INT_MATMUL = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((4, 2), "int32"), b: R.Tensor((2, 3), "int32")) -> R.Tensor((4, 3), "int32"):
+        with R.dataflow():
+            m = R.matmul(a, b)
+            R.output(m)
+        return m
+"""
+
+INT_MATMUL_ADD = INT_MATMUL.replace(
+    'b: R.Tensor((2, 3), "int32")', 'b: R.Tensor((2, 3), "int32"), c: R.Tensor((3,), "int32")'
+).replace("R.output(m)\n        return m", "y = R.add(m, c)\n            R.output(y)\n        return y")
+
+
 @pytest.mark.parametrize("pass_name, text, sentence", [
     # tvm/relax/transform/fast_math.py reads `call.op.name`, which a GlobalVar lacks
     ("FastMathTransform", PRIVATE_CALL, "'GlobalVar' object has no attribute 'name'"),
     ("ToMixedPrecision", TUPLE_ITEM_OUTPUT, "The type is not populated"),
+    # the int32 matmul becomes a float32 one, which the int32 add then refuses
+    ("ToMixedPrecision", INT_MATMUL_ADD, "Binary operators must have the same datatype"),
 ])
 def test_tvm_pass_crashes_found_on_typed_graphs_are_unknown(pass_name, text, sentence):
     """Two TVM 0.27 crashes the typed generator's graphs (seed 23) meet, reduced to a few
@@ -263,6 +281,24 @@ def test_tvm_pass_crashes_found_on_typed_graphs_are_unknown(pass_name, text, sen
     (r,) = tvtv.check_pass(pass_name, tvm_bridge.parse_script(text)).results
     assert r.verdict == "unknown"
     assert r.reason.startswith("the pass failed: ") and sentence in r.reason, r.reason
+
+
+def test_to_mixed_precision_computes_an_int32_matmul_in_float32():
+    """ToMixedPrecision rewrites `matmul` of int32 into `astype(matmul(a, b, out_dtype=
+    "float32"), "int32")`: exact only below 2^24 (16,777,217 * 1 runs as 16,777,216 on the
+    VM) and undefined where the float32 sum leaves int32's range. The check refutes it; the
+    IEEE model separates the two on the solver's inputs."""
+    from tvm import relax
+    mod = tvm_bridge.parse_script(INT_MATMUL)
+    after = relax.transform.ToMixedPrecision()(mod)
+    a = np.zeros((4, 2), "int32")
+    b = np.zeros((2, 3), "int32")
+    a[0, 0], b[0, 0] = 16777217, 1
+    assert tvm_bridge.run_vm(mod, "main", [a, b])[0][0, 0] == 16777217
+    assert tvm_bridge.run_vm(after, "main", [a, b])[0][0, 0] == 16777216
+    (r,) = tvtv.check_pass("ToMixedPrecision", mod).results
+    assert r.verdict == "counterexample", r.reason
+    assert r.counterexample.confirmed_ieee is True or r.confirmed is True, r.to_dict()
 
 
 def test_unknown_verdicts_are_counted_by_cause(tmp_path):

@@ -278,6 +278,17 @@ class Module:
         return y
 """
 
+OUTER = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3,), "float32"), y: R.Tensor((2,), "float32")) -> R.Tensor((3, 2), "float32"):
+        with R.dataflow():
+            z = R.outer(x, y)
+            R.output(z)
+        return z
+"""
+
 DROPOUT = """
 @I.ir_module
 class Module:
@@ -297,6 +308,8 @@ class Module:
     ("ToMixedPrecision", TUPLE_ITEM_OUTPUT, "The type is not populated"),
     # the int32 matmul becomes a float32 one, which the int32 add then refuses
     ("ToMixedPrecision", INT_MATMUL_ADD, "Binary operators must have the same datatype"),
+    # outer has no mixed-precision policy (the pass's `attr_map` lookup fails)
+    ("ToMixedPrecision", OUTER, "attr_map.count(op)"),
     # ConvertLayout's layout inference, even with no conv2d to convert
     ("ConvertLayout", STACK, "Index -1 out of bounds"),
     ("ConvertLayout", DROPOUT, "Expected nested to match tuple"),

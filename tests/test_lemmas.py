@@ -604,6 +604,32 @@ def test_poisoned_counterexample_is_looked_for_again_among_finite_runs():
     assert r.confirmed or r.counterexample.confirmed_ieee, r.to_dict()
 
 
+def test_a_poisoned_counterexample_on_finite_runs_is_followed_by_testing(monkeypatch):
+    """On the runs without NaN/inf inside, a counterexample whose IEEE run is poison all the
+    same (the abstract model's sum stayed finite where IEEE's overflows; which model Z3 picks
+    depends on earlier checks in the process: CI saw the relu twin above end `unknown`) is
+    followed by testing on drawn inputs, which finds relu applied to the wrong operand. Here
+    every solver counterexample is made to look poisoned; testing's own runs are judged by
+    the real evaluation."""
+    import tvtv.api as api
+    assume = ["no-nan", "no-inf", "per-operation"]
+    target = tvm_bridge.apply(passes.get("LegalizeOps").make(), ReluOfSum)
+    broken = mutate(target, "R.call_tir(cls.relu, (a,)", "R.call_tir(cls.relu, (b,)")
+    monkeypatch.setattr(api, "_run_poisoned",
+                        lambda r, before, fname, opts: True if api._per_operation_cex(r, opts) else False)
+    (r,) = tvtv.verify(ReluOfSum, broken, assume=assume, finite_runs=True).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.confirmed is True
+    assert any(lv.startswith("a poisoned run (counterexample not valid under per-operation")
+               and api.TESTING_FOUND in lv for lv in r.levels), r.levels
+    import numpy as np
+    x, y = r.counterexample.inputs["x"], r.counterexample.inputs["y"]
+    assert np.isfinite(x).all() and np.isfinite(y).all()
+    # the twin: the correct legalization is not made a counterexample by testing
+    (ok,) = tvtv.verify(ReluOfSum, target, assume=assume, finite_runs=True).results
+    assert ok.verdict == "proved", ok.to_dict()
+
+
 @I.ir_module
 class InlinedConstant:
     """`equal(-0.25, x)` reads the constant from a constant tensor in the source; its

@@ -607,7 +607,8 @@ def test_poisoned_counterexample_is_looked_for_again_among_finite_runs():
 def test_a_poisoned_counterexample_on_finite_runs_is_followed_by_testing(monkeypatch):
     """On the runs without NaN/inf inside, a counterexample whose IEEE run is poison all the
     same (the abstract model's sum stayed finite where IEEE's overflows; which model Z3 picks
-    depends on earlier checks in the process: CI saw the relu twin above end `unknown`) is
+    depends on earlier checks in the process: a full-suite run saw the relu twin above end
+    `unknown`) is
     followed by testing on drawn inputs, which finds relu applied to the wrong operand. Here
     every solver counterexample is made to look poisoned; testing's own runs are judged by
     the real evaluation."""

@@ -184,8 +184,9 @@ def _test_poisoned(r: Result, before: Any, after: Any, fn: Any, opts: Options) -
     """On the runs without NaN/inf inside (`Options.finite_runs`), a counterexample whose
     run is poison all the same (`_demote_poisoned`) says nothing about those runs: the
     abstract model's sums and products may stay finite where IEEE's overflow, and which
-    model Z3 picks depends on the terms earlier checks in the process made (a CI run of
-    `tests/test_lemmas.py`'s relu twin ended `unknown` in 0.4 s where it passes alone). The
+    model Z3 picks depends on the terms earlier checks in the process made (in a full-suite
+    run from a clean clone `tests/test_lemmas.py`'s relu twin ended `unknown` in 0.4 s,
+    where it passes alone and in its file). The
     check is then tested on drawn inputs, as an undecided one is (`_test_undecided`):
     `confirm.search_by_testing` counts only runs without NaN/inf inside under per-operation."""
     if r.verdict == UNKNOWN and (r.reason or "").startswith(NOT_VALID_PER_OPERATION):

@@ -173,24 +173,17 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
                                                f"without NaN/inf inside"]
                 results[k] = again
     for k, (r, p, retried, fn) in enumerate(zip(results, poisoned, why, fns)):
-        if not retried:
-            _demote_poisoned(r, p, opts)
-            if confirm_vm and opts.finite_runs and p is not False and k not in tested:
-                _test_poisoned(r, before, after, fn, opts)
+        if not retried and _demote_poisoned(r, p, opts) and opts.finite_runs and confirm_vm \
+                and k not in tested:
+            # on the runs without NaN/inf inside, a counterexample whose IEEE run is poison
+            # all the same says nothing about those runs (the abstract model's sums may stay
+            # finite where IEEE's overflow; which model Z3 picks depends on the terms earlier
+            # checks in the process made: in a full-suite run from a clean clone
+            # tests/test_lemmas.py's relu twin ended `unknown` in 0.4 s, where it passes
+            # alone). So it is tested on drawn inputs, as an undecided check is; under
+            # per-operation testing counts only runs without NaN/inf inside.
+            _test_on_drawn_inputs(r, before, after, fn, opts, "a poisoned run")
     return Report(results)
-
-
-def _test_poisoned(r: Result, before: Any, after: Any, fn: Any, opts: Options) -> None:
-    """On the runs without NaN/inf inside (`Options.finite_runs`), a counterexample whose
-    run is poison all the same (`_demote_poisoned`) says nothing about those runs: the
-    abstract model's sums and products may stay finite where IEEE's overflow, and which
-    model Z3 picks depends on the terms earlier checks in the process made (in a full-suite
-    run from a clean clone `tests/test_lemmas.py`'s relu twin ended `unknown` in 0.4 s,
-    where it passes alone and in its file). The
-    check is then tested on drawn inputs, as an undecided one is (`_test_undecided`):
-    `confirm.search_by_testing` counts only runs without NaN/inf inside under per-operation."""
-    if r.verdict == UNKNOWN and (r.reason or "").startswith(NOT_VALID_PER_OPERATION):
-        _test_on_drawn_inputs(r, before, after, fn, opts, "a poisoned run")
 
 
 def _lifted(before: Any, after: Any, src: Any, lemmas: Any, opts: Options, pass_name: str | None,
@@ -266,28 +259,27 @@ def _run_poisoned(r: Result, before: Any, fname: str, opts: Options) -> bool | N
     return confirm.poisoned_inside(before, fname, r.counterexample.inputs, opts.assume)
 
 
-def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> None:
+def _demote_poisoned(r: Result, poisoned: bool | None, opts: Options) -> bool:
     """Under per-operation a counterexample must be a run in which the source computes no
     NaN/inf in a tensor its outputs are computed from (such a run is poison as a whole);
     `poisoned` is `_run_poisoned(r, ...)`. A poisoned or undecidable run makes the verdict
-    `unknown`, with the reason."""
+    `unknown`, with the reason; True when it did."""
     cex = r.counterexample
     if not _per_operation_cex(r, opts) or cex is None:
-        return
+        return False
     if poisoned is False:
         r.levels.append("per-operation: the counterexample's run computes no NaN/inf inside")
-        return
+        return False
     why = ("the source computes a NaN or an infinity inside on its inputs (per-operation: the "
            "run is poison)" if poisoned else "whether the source computes a NaN or an infinity "
            "inside on its inputs cannot be evaluated (an opaque function)")
-    r.verdict, r.reason = UNKNOWN, f"{NOT_VALID_PER_OPERATION} ({cex.message}): {why}"
+    r.verdict, r.reason = UNKNOWN, f"counterexample not valid under per-operation ({cex.message}): {why}"
     r.levels.append("per-operation: counterexample not valid: unknown")
     r.counterexample, r.confirmed = None, None
+    return True
 
 
 NOTHING_SHOWN = "testing on drawn inputs: no difference shown"
-# how the reason of a counterexample `_demote_poisoned` set aside begins
-NOT_VALID_PER_OPERATION = "counterexample not valid under per-operation"
 # part of the level `_test_undecided` adds when testing shows the difference
 TESTING_FOUND = "testing on drawn inputs found the difference"
 # the level `_demote_unshown` adds
@@ -338,6 +330,17 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
         _test_on_drawn_inputs(r, before, after, fn, opts, "undecided by the solver")
 
 
+def drawn_input_difference(before: Any, after: Any, fn: Any, assume: tuple[str, ...],
+                           budget: float = confirm.TESTING_BUDGET) -> Any:
+    """`confirm.search_by_testing` of Relax function `fn` (tvtv's reading of `before`'s):
+    (counterexample, how) or None, also when a parameter is not a tensor (testing draws
+    tensors only)."""
+    if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
+        return None
+    params = [(p.name, p.ty.shape, p.ty.dtype) for p in fn.params]
+    return confirm.search_by_testing(before, after, fn.name, params, assume, budget)
+
+
 def _test_on_drawn_inputs(r: Result, before: Any, after: Any, fn: Any, opts: Options,
                           what: str) -> None:
     """`confirm.search_by_testing` for `r`, an `unknown` (`what` says why): a difference it
@@ -346,11 +349,8 @@ def _test_on_drawn_inputs(r: Result, before: Any, after: Any, fn: Any, opts: Opt
     rounding), nor twice for one result."""
     if opts.fp == "real" or NOTHING_SHOWN in r.levels:
         return
-    if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
-        return
     start = time.perf_counter()
-    params = [(p.name, p.ty.shape, p.ty.dtype) for p in fn.params]
-    found = confirm.search_by_testing(before, after, fn.name, params, tuple(opts.assume))
+    found = drawn_input_difference(before, after, fn, tuple(opts.assume))
     r.seconds += time.perf_counter() - start
     if found is None:
         r.levels.append(NOTHING_SHOWN)

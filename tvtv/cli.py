@@ -252,12 +252,11 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
             TimeRemainingColumn
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TimeRemainingColumn())
-        from contextlib import ExitStack
+        from contextlib import nullcontext
 
         from tvtv.native_log import filtered_stderr
-        in_process = ExitStack()
-        if jobs == 0:   # TVM runs in this process: its harmless C++ warnings would cut into the display
-            in_process.enter_context(filtered_stderr(keep_python=True))
+        # with --jobs 0 TVM runs in this process: its harmless C++ warnings would cut into the display
+        in_process = filtered_stderr(keep_python=True) if jobs == 0 else nullcontext()
         with in_process, Progress(*columns, console=err_console, transient=True,
                                   disable=not sys.stderr.isatty()) as progress:
             finished = len(store.finished() & {c.key for c in cases}) if store is not None and resume else 0

@@ -228,10 +228,6 @@ class _Reducer:
                  max_checks: int, options: dict[str, Any], max_seconds: float = DEFAULT_MAX_SECONDS) -> None:
         self.pass_ = pass_
         self.testing = False     # candidates are tested on drawn inputs, not given to the solver
-        # the assumptions the original counterexample's inputs satisfy (`input_class`): a
-        # candidate's test draws only such inputs, so it shows the same kind of difference,
-        # not one a NaN or an infinity shows elsewhere in the graph
-        self.input_class: tuple[str, ...] = ()
         self.deadline = time.perf_counter() + max_seconds
         self.key = key
         self.func = func
@@ -264,23 +260,17 @@ class _Reducer:
         assumptions) show a value difference between the candidate's specification and the
         pass's output run on the VM?"""
         from generators.emit import emit
-        from tvtv import confirm
-        from tvtv.api import run_pass
+        from tvtv.api import drawn_input_difference, run_pass
+        from tvtv.ir import relax_reader
         if self.key != ("value",):
             return False
         try:
             _, before, after, _ = run_pass(self.pass_, emit(g, func_name=self.func))
-        except Exception:   # PassFailed, GraphError or TVM's type errors: not a valid candidate
-            return False
-        params = _tensor_params(before, self.func)
-        if params is None:
-            return False
-        assume = tuple(dict.fromkeys([*(self.options.get("assume") or ()), *self.input_class]))
-        try:
-            found = confirm.search_by_testing(before, after, self.func, params, assume,
-                                              budget=CANDIDATE_TESTING_BUDGET)
-        except Exception:   # an internal error on a candidate: not the same finding
-            return False
+            fn = relax_reader.read_module(before).functions[self.func]
+            found = drawn_input_difference(before, after, fn, tuple(self.options.get("assume") or ()),
+                                           CANDIDATE_TESTING_BUDGET)
+        except Exception:   # PassFailed, GraphError, TVM's type errors, a module tvtv cannot
+            return False    # read or an internal error: not the same finding
         return found is not None
 
     def interesting(self, g: Graph, what: str) -> bool:
@@ -375,30 +365,13 @@ class _Reducer:
         return g
 
 
-def _tensor_params(mod: Any, func: str) -> list[tuple[str, tuple[int, ...], str]] | None:
-    """(name, shape, dtype) of each parameter of Relax function `func` of `mod`, as tvtv
-    reads them; None when one is not a tensor (testing draws tensors only) or the function
-    cannot be read."""
-    from tvtv.errors import TvtvError
-    from tvtv.ir import program as P
-    from tvtv.ir import relax_reader
-    try:
-        fn = relax_reader.read_module(mod).functions.get(func)
-    except TvtvError:
-        return None
-    if fn is None or not all(isinstance(p.ty, P.TensorType) for p in fn.params):
-        return None
-    return [(p.name, tuple(p.ty.shape), p.ty.dtype) for p in fn.params]
-
-
 def input_class(inputs: dict[str, Any]) -> tuple[str, ...]:
     """The assumptions of `WITNESS_LADDER` (but the sign of zero) that counterexample inputs
     `inputs` satisfy: no-nan and no-inf when every float element is finite, no-nan when
     none is NaN, none otherwise."""
     import numpy as np
-    floats = [np.asarray(a) for a in inputs.values()
-              if np.asarray(a).dtype.kind == "f" or "float" in str(np.asarray(a).dtype)]
-    values = [a.astype("float64") for a in floats]
+    arrays = [np.asarray(a) for a in inputs.values()]
+    values = [a.astype("float64") for a in arrays if "float" in str(a.dtype)]   # and bfloat16
     if any(np.isnan(v).any() for v in values):
         return ()
     if any(np.isinf(v).any() for v in values):
@@ -457,11 +430,11 @@ def minimize_case(module: Any, pass_: Any, result: Result | None = None, *, func
     red.key = key
     red.testing = found_by_testing(result)
     if red.testing and result.counterexample is not None:
-        # the solver's checks of candidates too: a cut that makes a value a parameter lets
-        # the solver pick an infinity there, another difference of the same kind
-        red.input_class = input_class(result.counterexample.inputs)
+        # candidates are tested on inputs of the original's class only: a cut that makes a
+        # value a parameter would otherwise let a NaN or an infinity there show another
+        # difference of the same kind (the final check keeps the class too)
         red.options = {**options, "assume": list(dict.fromkeys(
-            [*(options.get("assume") or ()), *red.input_class]))}
+            [*(options.get("assume") or ()), *input_class(result.counterexample.inputs)]))}
     original_ops = graph.num_ops
     g = red.outputs(graph, _differing_output(graph, result))
     while red.checks < max_checks and time.perf_counter() < red.deadline:

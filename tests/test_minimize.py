@@ -89,7 +89,12 @@ def test_minimize_broken_pass_to_the_one_mistranslated_op():
     # shapes shrink too: every parameter of the minimized case has a single element
     assert all(v.size == 1 for v in m.graph.inputs.values())
     assert m.result.verdict == "counterexample"
-    assert m.result.confirmed is True and m.result.counterexample.confirmed_by == "vm"
+    # confirmed by execution: on the solver's inputs, or (when Z3's model is one where only
+    # the abstraction separates add from subtract, e.g. a tiny a_in against a large y, which
+    # rounds away) on drawn inputs. Which one depends on the model Z3 picks and so on what
+    # the process made in its Z3 context before: CI's full run once took the second path.
+    assert m.result.confirmed is True
+    assert m.result.counterexample.confirmed_by in ("vm", "vm-random-inputs")
     assert m.witness == "finite"            # add vs subtract differs on plain finite inputs
     assert "R.subtract" in m.after.script() and "R.add" in m.before.script()
     assert import_module(m.module).num_ops == 1

@@ -91,7 +91,9 @@ def test_bfloat16_counterexample_is_shown_on_the_vm_and_by_its_reproducer(tmp_pa
     r = report.results[0]
     assert r.verdict == "counterexample" and r.confirmed is True
     cex = r.counterexample
-    assert cex.confirmed_by == "vm"
+    # by execution: on the solver's inputs, or on drawn ones when Z3's model separates add
+    # from subtract only in the abstraction (as in tests/test_refinement.py's twin)
+    assert cex.confirmed_by in ("vm", "vm-random-inputs")
     assert all(v.dtype == ml_dtypes.bfloat16 for v in cex.inputs.values())
     after = tvm_bridge.apply(add_to_subtract, AddBF16)
     script = tmp_path / "repro_bf16.py"

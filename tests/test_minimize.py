@@ -197,3 +197,32 @@ def test_input_class_of_counterexample_inputs():
     assert input_class({**finite, "y": np.array([np.inf], "float32")}) == ("no-nan",)
     assert input_class({**finite, "y": np.array([np.inf, np.nan], "float32")}) == ()
     assert input_class({"b": np.array([True])}) == ("no-nan", "no-inf")
+
+
+def test_kept_class_makes_an_assumption_only_of_what_the_source_does_not_compute():
+    """no-nan and no-inf of finite counterexample inputs become assumptions where the source
+    computes no such value on them (a candidate's computed NaN is then poison), and stay an
+    input class where it does (sqrt(-1))."""
+    from tests.test_input_class import SqrtMax
+    from tvtv.minimize import kept_class
+    x, y = np.full((2, 3), -1.0, "float32"), np.ones((2, 3), "float32")
+    opts = kept_class({"budget": 5.0}, SqrtMax, "main", {"x": x, "y": y})
+    assert opts["input_class"] == ("no-nan",) and opts["assume"] == ["no-inf"] and opts["budget"] == 5.0
+    opts = kept_class({}, SqrtMax, "main", {"x": -x, "y": y})
+    assert opts["input_class"] == () and sorted(opts["assume"]) == ["no-inf", "no-nan"]
+    # NaN inputs: no class at all
+    opts = kept_class({}, SqrtMax, "main", {"x": np.full((2, 3), np.nan, "float32"), "y": y})
+    assert opts["input_class"] == () and opts["assume"] == []
+
+
+def test_a_finding_through_a_computed_nan_keeps_its_finite_inputs():
+    """TIR's max dropping the NaN that sqrt computes from a finite input minimizes to sqrt
+    and max with finite inputs (witness finite). Before input classes, the no-nan rung made
+    that NaN poison: the case became max alone on a NaN input, witness "nan"."""
+    from tests.test_input_class import SqrtMax
+    m = minimize_case(SqrtMax, "LegalizeOps", timeout=10)
+    assert [n.op for n in m.graph.op_calls()] == ["relax.sqrt", "relax.maximum"], m.log
+    assert m.witness == "finite", m.log
+    cex = m.result.counterexample
+    assert m.result.confirmed is True
+    assert all(np.isfinite(np.asarray(v, "float64")).all() for v in cex.inputs.values()), cex.inputs

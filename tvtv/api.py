@@ -112,7 +112,7 @@ def _confirm_on_vm(before: Any, after: Any, fn: Any, cex: Any, opts: Options) ->
     """`confirm.confirm` of `cex`, a counterexample of Relax function `fn` (its parameters
     name the inputs), under the check's assumptions and float model."""
     return confirm.confirm(before, after, fn.name, [p.name for p in fn.params], cex,
-                           tuple(opts.assume), opts.fp)
+                           tuple(opts.assume), opts.fp, opts.input_class)
 
 
 def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | None,
@@ -210,7 +210,7 @@ def _lifted(before: Any, after: Any, src: Any, lemmas: Any, opts: Options, pass_
                   f"differ, on a run without NaN/inf inside", *opts.settings()]
         results.append(Result(name, pass_name, COUNTEREXAMPLE, time.perf_counter() - start,
                               cex.message, cex, opts.fp, levels,
-                              assume_mod.describe(opts.assume), confirmed=True))
+                              opts.described(), confirmed=True))
     return results
 
 
@@ -331,14 +331,15 @@ def _test_undecided(r: Result, before: Any, after: Any, fn: Any, opts: Options) 
 
 
 def drawn_input_difference(before: Any, after: Any, fn: Any, assume: tuple[str, ...],
-                           budget: float = confirm.TESTING_BUDGET) -> Any:
-    """`confirm.search_by_testing` of Relax function `fn` (tvtv's reading of `before`'s):
-    (counterexample, how) or None, also when a parameter is not a tensor (testing draws
-    tensors only)."""
+                           budget: float = confirm.TESTING_BUDGET,
+                           input_class: tuple[str, ...] = ()) -> Any:
+    """`confirm.search_by_testing` of Relax function `fn` (tvtv's reading of `before`'s) on
+    inputs of `input_class`: (counterexample, how) or None, also when a parameter is not a
+    tensor (testing draws tensors only)."""
     if not all(isinstance(p.ty, P.TensorType) for p in fn.params):
         return None
     params = [(p.name, p.ty.shape, p.ty.dtype) for p in fn.params]
-    return confirm.search_by_testing(before, after, fn.name, params, assume, budget)
+    return confirm.search_by_testing(before, after, fn.name, params, assume, budget, input_class)
 
 
 def _test_on_drawn_inputs(r: Result, before: Any, after: Any, fn: Any, opts: Options,
@@ -350,7 +351,7 @@ def _test_on_drawn_inputs(r: Result, before: Any, after: Any, fn: Any, opts: Opt
     if opts.fp == "real" or NOTHING_SHOWN in r.levels:
         return
     start = time.perf_counter()
-    found = drawn_input_difference(before, after, fn, tuple(opts.assume))
+    found = drawn_input_difference(before, after, fn, tuple(opts.assume), input_class=opts.input_class)
     r.seconds += time.perf_counter() - start
     if found is None:
         r.levels.append(NOTHING_SHOWN)

@@ -54,6 +54,8 @@ def print_result(r: Result) -> None:
         console.print(f"    reason: {r.reason}", markup=False)
     if r.levels:
         console.print(f"    levels: {', '.join(r.levels)}", markup=False)
+    if r.assumptions:   # every assumption in force, and an input class, with the verdict
+        console.print(f"    assumptions: {'; '.join(r.assumptions)}", markup=False)
     cex = r.counterexample
     if cex is not None:
         if cex.index is not None:
@@ -97,17 +99,23 @@ ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros
                "per-operation (no-nan/no-inf hold for every operation, as LLVM's fast-math "
                "flags), op-rounding (an operator may be legalized up to rounding: its lemma "
                "is proved in the real model); repeat the option or give a comma list")
+INPUTS_HELP = ("the inputs looked at: any (default), finite (no NaN or ±inf element) or no-nan; "
+               "unlike --assume no-nan,no-inf, a NaN or infinity the program computes from "
+               "them still counts")
 DEFAULT_CASE_TIMEOUT = 600.0
 # a check's budget is the case timeout over this (Options.budget)
 CHECKS_PER_CASE = 3
 
 
-def _float_options(solver: Optional[str], assume: Optional[list[str]]) -> dict:
+def _float_options(solver: Optional[str], assume: Optional[list[str]], inputs: str = "any") -> dict:
     """The pass-through float-model options for `tvtv.api.verify`, checked once here (bad
     values are bad input before anything runs)."""
+    from tvtv.absfp.assumptions import input_class_named
     from tvtv.api import float_options
     from tvtv.refinement import Options
     given = float_options(solver, assume or None)
+    if input_class_named(inputs):   # raises ValueError on an unknown class
+        given["input_class"] = list(input_class_named(inputs))
     Options(**given)   # raises ValueError on an unknown solver or assumption
     return given
 
@@ -119,11 +127,12 @@ def verify(before: Path = typer.Argument(..., help="the module before the pass (
            timeout: float = typer.Option(30.0, "--timeout", help=TIMEOUT_HELP),
            solver: Optional[str] = typer.Option(None, "--solver", help=SOLVER_HELP),
            assume: Optional[list[str]] = typer.Option(None, "--assume", help=ASSUME_HELP),
+           inputs: str = typer.Option("any", "--inputs", help=INPUTS_HELP),
            json_path: Optional[Path] = typer.Option(None, "--json", help="write the JSON report here")) -> None:
     """Check that AFTER refines BEFORE, function by function."""
     def run() -> int:
         from tvtv.api import verify as api_verify
-        report = api_verify(before, after, fp=fp, timeout=timeout, **_float_options(solver, assume))
+        report = api_verify(before, after, fp=fp, timeout=timeout, **_float_options(solver, assume, inputs))
         for r in report.results:
             print_result(r)
         if json_path:
@@ -185,6 +194,7 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
           timeout: float = typer.Option(30.0, "--timeout", help=TIMEOUT_HELP),
           solver: Optional[str] = typer.Option(None, "--solver", help=SOLVER_HELP),
           assume: Optional[list[str]] = typer.Option(None, "--assume", help=ASSUME_HELP),
+          inputs: str = typer.Option("any", "--inputs", help=INPUTS_HELP),
           jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes (each case is isolated: a crash or "
                                    "hang is that case's unknown); 0 runs cases in this process, unprotected"),
           case_timeout: Optional[float] = typer.Option(None, "--case-timeout",
@@ -205,7 +215,7 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
         from tvtv import passes, runner
         if (pass_name is None) == (pipeline is None):
             raise InputError("give exactly one of --pass NAME and --pipeline NAME|FILE")
-        config_fields: dict = {"fp": fp, "timeout": timeout, "float_options": _float_options(solver, assume)}
+        config_fields: dict = {"fp": fp, "timeout": timeout, "float_options": _float_options(solver, assume, inputs)}
         timeout_per_case = case_timeout if case_timeout is not None else (DEFAULT_CASE_TIMEOUT if jobs >= 1 else None)
         if timeout_per_case is not None and timeout_per_case > 0:
             # each check ends by itself, as `unknown` with its reason, before the case timeout

@@ -575,17 +575,18 @@ def _replacement_filter(before: Any, fname: str, assume: tuple[str, ...]
 
 def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
                  cex: Counterexample, assume: tuple[str, ...] = (),
-                 fp: str = "abstract") -> Confirmation:
+                 fp: str = "abstract", input_class: tuple[str, ...] = ()) -> Confirmation:
     """Decide whether `cex` is real (see the module docstring) under the assumptions
     `assume` (a difference on a NaN/inf source value they make poison does not count). May
     replace `cex`'s inputs by random ones that execution shows to differ (under per-operation
-    only by ones whose run is not poison, `_replacement_filter`). A counterexample
+    only by ones whose run is not poison, `_replacement_filter`), drawn in `input_class`
+    too (`tvtv.absfp.assumptions.INPUT_CLASSES`). A counterexample
     of the real model (`fp` "real") is a difference in exact real arithmetic, which VM runs
     and IEEE evaluations cannot show (`_confirm_in_real`)."""
     inputs = [cex.inputs[n] for n in param_names]
     if any(isinstance(v, tuple) for v in inputs):
         return Confirmation(None, "not-run", "tuple inputs are not run")
-    sets = [inputs] + input_sets(inputs, assume)
+    sets = [inputs] + input_sets(inputs, A.restricting(assume, input_class))
     try:
         runs = tvm_bridge.run_vm_isolated({"source": before, "target": after}, fname, sets)
     except InputError as err:   # a module whose tensor constants cannot be written out
@@ -806,7 +807,8 @@ TESTING_BUDGET = 30.0
 
 def search_by_testing(before: Any, after: Any, fname: str,
                       params: list[tuple[str, tuple[int, ...], str]],
-                      assume: tuple[str, ...] = (), budget: float = TESTING_BUDGET
+                      assume: tuple[str, ...] = (), budget: float = TESTING_BUDGET,
+                      input_class: tuple[str, ...] = ()
                       ) -> tuple[Counterexample, Confirmation] | None:
     """When the solver left a check undecided: a counterexample found by testing instead, on
     the seeded input sets (`input_sets`) for parameters `params` (name, shape, dtype).
@@ -822,14 +824,16 @@ def search_by_testing(before: Any, after: Any, fname: str,
     None when no set shows one within `budget` seconds of evaluation, when the target cannot
     be run, or under op-rounding (an operator's rounding may then differ from its
     specification's, so a last-bit difference proves nothing). Under per-operation a run
-    counts only when the source computes no NaN or infinity inside (`poisoned_inside`)."""
+    counts only when the source computes no NaN or infinity inside (`poisoned_inside`).
+    The inputs are drawn under the assumptions and in `input_class` (whose NaN or inf
+    computed inside still counts: `tvtv.absfp.assumptions.INPUT_CLASSES`)."""
     if A.OP_ROUNDING in assume:
         return None
     names = [name for name, _, _ in params]
     # round by round: on large graphs the budget may end before the last kind (the special
     # set, where TIR's max and min depart from the specification) is reached
-    sets = input_sets([np.zeros(shape, numpy_dtype(dtype)) for _, shape, dtype in params], assume,
-                      by_round=True)
+    sets = input_sets([np.zeros(shape, numpy_dtype(dtype)) for _, shape, dtype in params],
+                      A.restricting(assume, input_class), by_round=True)
     try:
         runs = tvm_bridge.run_vm_isolated({"target": after}, fname, sets)
     except InputError:
@@ -885,9 +889,10 @@ def _poisoned_inside(module: Any, fname: str, inputs: dict[str, Any], assume: tu
 
 
 def confirm(before: Any, after: Any, fname: str, param_names: list[str],
-            cex: Counterexample, assume: tuple[str, ...] = (), fp: str = "abstract") -> bool | None:
+            cex: Counterexample, assume: tuple[str, ...] = (), fp: str = "abstract",
+            input_class: tuple[str, ...] = ()) -> bool | None:
     """`confirm_case(...).confirmed`, recording how it was decided in `cex.confirmed_by`."""
-    c = confirm_case(before, after, fname, param_names, cex, assume, fp)
+    c = confirm_case(before, after, fname, param_names, cex, assume, fp, input_class)
     cex.confirmed_by = c.by
     cex.not_run_detail = c.detail if c.confirmed is None else ""
     return c.confirmed

@@ -201,9 +201,11 @@ _CACHE: dict[tuple[Any, ...], _Outcome] = {}
 
 def _lemma_options(options: Any) -> Any:
     """The options a lemma is proved with: the user's float model, solver and reduction
-    semantics, no assumptions, a short timeout and a budget for the whole lemma (a lemma
-    left unproved only leaves that call to its PrimFunc body)."""
-    return dataclasses.replace(options, assume=(), timeout=min(options.timeout, LEMMA_TIMEOUT),
+    semantics, no assumptions and no input class (an operator's arguments are any values the
+    graph computes, not the graph's inputs), a short timeout and a budget for the whole lemma
+    (a lemma left unproved only leaves that call to its PrimFunc body)."""
+    return dataclasses.replace(options, assume=(), input_class=(),
+                               timeout=min(options.timeout, LEMMA_TIMEOUT),
                                budget=LEMMA_BUDGET, probe_elements=True)
 
 

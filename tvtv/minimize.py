@@ -26,15 +26,19 @@ case is what findings are grouped by (`tvtv.reports.grouping`). The op producing
 output and the inputs may change too: a mistranslated `add` under a `relu` minimizes to the
 `add` alone. A check that times out or fails counts as "not the same". Candidates are checked
 without running the VM (`confirm_vm=False`); the final minimized case is checked once more with
-confirmation.
+confirmation. Every candidate is checked on inputs of the original counterexample's class only
+(`input_class`: finite inputs stay finite, inputs without NaN stay so), so that a cut cannot
+trade the cause for a NaN or an infinity at a new parameter. That is an input class
+(`Options.input_class`), not the assumptions no-nan / no-inf, which would also make a NaN the
+source computes poison: a finding on finite inputs through a computed NaN (TIR's max dropping
+the NaN of sqrt(-1)) is kept.
 
 A counterexample the solver left undecided and testing found (`tvtv.api._test_undecided`,
 e.g. log_add_exp overflowing float16 deep in a graph) is minimized by testing instead: each
 candidate is tested on the seeded input sets (`confirm.search_by_testing`: the specification
 against the target's run on the VM, so an accepted candidate is a true counterexample), drawn
-under the assumptions the original inputs satisfy (`input_class`: finite inputs stay finite,
-so a cut cannot trade the cause for a NaN or an infinity elsewhere: measured, without it the
-GenCoG case below drifted to `max` on an infinity). Before, such a finding could not be
+in the original inputs' class (measured: without it the GenCoG case below drifted to `max` on
+an infinity). Before, such a finding could not be
 minimized at all: candidates are checked without the VM, so each ended `unknown` (measured:
 GenCoG seed-23 graph 7 under LegalizeOps stayed at 10 ops after 7 checks and 168 s; by
 testing 10 -> 2 ops in 27 checks and 15 s; `bench/minimize_testing.py`).
@@ -52,17 +56,20 @@ from tvtv.report import COUNTEREXAMPLE, Result
 
 DEFAULT_MAX_CHECKS = 150
 
-# The kinds of witness, least special first, with the assumptions (tvtv.refinement.Options
-# `assume`) under which a counterexample then has only such inputs. The minimized case is
-# checked down this ladder and its witness is the first rung that still shows the difference:
-# "finite" (finite inputs, ±0 not told apart), "signed zero", "inf", "nan". Unlike the values
-# the solver happens to pick, this does not depend on the solver's whims, so findings of one
-# bug share it (`tvtv.reports.grouping` groups by it).
-WITNESS_LADDER: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("finite", ("no-nan", "no-inf", "no-signed-zeros")),
-    ("signed zero", ("no-nan", "no-inf")),
-    ("inf", ("no-nan",)),
-    ("nan", ()),
+# The kinds of witness, least special first, each with the input class (tvtv.refinement.Options
+# `input_class`) a counterexample's inputs then have and the assumptions added to the user's.
+# The minimized case is checked down this ladder and its witness is the first rung that still
+# shows the difference: "finite" (finite inputs, ±0 not told apart), "signed zero", "inf",
+# "nan". Unlike the values the solver happens to pick, this does not depend on the solver's
+# whims, so findings of one bug share it (`tvtv.reports.grouping` groups by it). The rungs
+# restrict the inputs only: until 2026-12-05 they were the assumptions no-nan / no-inf, which
+# also make a NaN the source computes poison, so a difference on finite inputs through a
+# computed NaN (TIR's max dropping sqrt(-1)'s) was called "nan".
+WITNESS_LADDER: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("finite", ("no-nan", "no-inf"), ("no-signed-zeros",)),
+    ("signed zero", ("no-nan", "no-inf"), ()),
+    ("inf", ("no-nan",), ()),
+    ("nan", (), ()),
 )
 DEFAULT_TIMEOUT = 10.0
 # seconds of IEEE evaluation a candidate's test may take (`confirm.search_by_testing`)
@@ -234,6 +241,7 @@ class _Reducer:
         self.timeout = timeout
         self.max_checks = max_checks
         self.options = options
+        self.user_options = options   # as given: `options` may keep a finding's input class
         self.checks = 0
         self.accepted = 0
         self.log: list[str] = []
@@ -257,8 +265,8 @@ class _Reducer:
 
     def shown_by_testing(self, g: Graph) -> bool:
         """Does testing on drawn inputs (`confirm.search_by_testing`, under the options'
-        assumptions) show a value difference between the candidate's specification and the
-        pass's output run on the VM?"""
+        assumptions and input class) show a value difference between the candidate's
+        specification and the pass's output run on the VM?"""
         from generators.emit import emit
         from tvtv.api import drawn_input_difference, run_pass
         from tvtv.ir import relax_reader
@@ -268,7 +276,8 @@ class _Reducer:
             _, before, after, _ = run_pass(self.pass_, emit(g, func_name=self.func))
             fn = relax_reader.read_module(before).functions[self.func]
             found = drawn_input_difference(before, after, fn, tuple(self.options.get("assume") or ()),
-                                           CANDIDATE_TESTING_BUDGET)
+                                           CANDIDATE_TESTING_BUDGET,
+                                           tuple(self.options.get("input_class") or ()))
         except Exception:   # PassFailed, GraphError, TVM's type errors, a module tvtv cannot
             return False    # read or an internal error: not the same finding
         return found is not None
@@ -339,12 +348,14 @@ class _Reducer:
 
     def witness(self, g: Graph) -> tuple[str, Result | None]:
         """The least special kind of input that still shows the difference: the first rung of
-        `WITNESS_LADDER` whose assumptions still give the same kind of counterexample (checked
-        with VM confirmation)."""
-        saved = dict(self.options)
+        `WITNESS_LADDER` whose input class (with its assumptions added to the user's) still
+        gives the same kind of counterexample (checked with VM confirmation)."""
+        saved = self.options
+        user = list(self.user_options.get("assume") or ())
         try:
-            for label, assume in WITNESS_LADDER:
-                self.options = {**saved, "assume": list(assume)} if assume else saved
+            for label, inputs, assume in WITNESS_LADDER:
+                self.options = {**self.user_options, "input_class": inputs,
+                                "assume": list(dict.fromkeys([*user, *assume]))}
                 self.checks += 1
                 r = self.result(g, confirm_vm=True)
                 if r is not None and finding_key(r) == self.key:
@@ -366,9 +377,9 @@ class _Reducer:
 
 
 def input_class(inputs: dict[str, Any]) -> tuple[str, ...]:
-    """The assumptions of `WITNESS_LADDER` (but the sign of zero) that counterexample inputs
-    `inputs` satisfy: no-nan and no-inf when every float element is finite, no-nan when
-    none is NaN, none otherwise."""
+    """The input class (`WITNESS_LADDER`, `Options.input_class`) of counterexample inputs
+    `inputs`: no-nan and no-inf when every float element is finite, no-nan when none is NaN,
+    none otherwise."""
     import numpy as np
     arrays = [np.asarray(a) for a in inputs.values()]
     values = [a.astype("float64") for a in arrays if "float" in str(a.dtype)]   # and bfloat16
@@ -377,6 +388,35 @@ def input_class(inputs: dict[str, Any]) -> tuple[str, ...]:
     if any(np.isinf(v).any() for v in values):
         return ("no-nan",)
     return ("no-nan", "no-inf")
+
+
+def kept_class(options: dict[str, Any], module: Any, func: str, inputs: dict[str, Any]
+               ) -> dict[str, Any]:
+    """`options` for the candidates of a counterexample with `inputs` of `module`'s `func`:
+    they are looked at on inputs of the same class (`input_class`), so that a cut cannot trade
+    the cause for a NaN or an infinity at a new parameter. For each of no-nan and no-inf the
+    class has: when the source, evaluated on `inputs` (`confirm.poisoned_inside`), computes
+    no such value, it becomes an assumption, so a NaN or infinity a candidate's source
+    computes is poison too (measured: without it GenCoG seed-23 graph 7's float16 log_add_exp
+    overflow drifted to `max` on a computed infinity); when it computes one (TIR's max
+    dropping the NaN of sqrt(-1) on finite inputs), or cannot be evaluated, only the input
+    class (`Options.input_class`), which keeps a finding through a computed NaN."""
+    from tvtv.absfp import assumptions as A
+    from tvtv.confirm import poisoned_inside
+    assume = list(options.get("assume") or ())
+    inputs_only = set(options.get("input_class") or ())
+    for flag in input_class(inputs):
+        if flag in assume:
+            continue
+        try:
+            inside = poisoned_inside(module, func, inputs, (flag, A.PER_OPERATION))
+        except Exception:   # a module tvtv cannot evaluate: as when it cannot tell (None)
+            inside = None
+        if inside is False:
+            assume.append(flag)
+        else:
+            inputs_only.add(flag)
+    return {**options, "assume": assume, "input_class": tuple(sorted(inputs_only))}
 
 
 def found_by_testing(r: Result | None) -> bool:
@@ -429,12 +469,8 @@ def minimize_case(module: Any, pass_: Any, result: Result | None = None, *, func
         raise InputError(f"cannot minimize: the pass shows no counterexample on this module ({verdict})")
     red.key = key
     red.testing = found_by_testing(result)
-    if red.testing and result.counterexample is not None:
-        # candidates are tested on inputs of the original's class only: a cut that makes a
-        # value a parameter would otherwise let a NaN or an infinity there show another
-        # difference of the same kind (the final check keeps the class too)
-        red.options = {**options, "assume": list(dict.fromkeys(
-            [*(options.get("assume") or ()), *input_class(result.counterexample.inputs)]))}
+    if result.counterexample is not None:
+        red.options = kept_class(options, mod, func, result.counterexample.inputs)
     original_ops = graph.num_ops
     g = red.outputs(graph, _differing_output(graph, result))
     while red.checks < max_checks and time.perf_counter() < red.deadline:

@@ -99,6 +99,10 @@ class Options:
     # whose elements are computed alike (a whole graph's are not: zero graph 3's second step
     # went from 5 s to unknown with probes)
     probe_elements: bool = False
+    # the inputs looked at: no-nan / no-inf restrict the input elements only, never making a
+    # NaN or infinity the source computes poison (`tvtv.absfp.assumptions.INPUT_CLASSES`);
+    # printed with the verdict. Set by the minimizer, which keeps a finding's input class
+    input_class: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.fp not in FP_MODELS:
@@ -108,10 +112,19 @@ class Options:
         if isinstance(self.assume, str):
             self.assume = (self.assume,)
         self.assume = assume_mod.validate(self.assume)
+        self.input_class = assume_mod.validate_input_class(self.input_class)
         if assume_mod.zero_signs_free(self.assume):
             self.zero_signs_free = True
         if not isinstance(self.reassociate, bool):
             raise ValueError(f"reassociate must be True or False, not {self.reassociate!r}")
+
+    def restricting(self) -> tuple[str, ...]:
+        """What restricts the input elements: the assumptions and the input class."""
+        return assume_mod.restricting(self.assume, self.input_class)
+
+    def described(self) -> list[str]:
+        """The assumptions and the input class, one printable line each (`Result.assumptions`)."""
+        return assume_mod.describe(self.assume, self.input_class)
 
     def settings(self) -> list[str]:
         """The arithmetic choices in force, printed with the verdict."""
@@ -241,7 +254,7 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     options = _RUN.get()
     if isinstance(model, RealModel) and concrete is None:
         # the assumptions say the inputs are finite: build them so (`RealFloats.finite_element`)
-        model.finite_inputs = {assume_mod.NO_NAN, assume_mod.NO_INF} <= set(options.assume)
+        model.finite_inputs = {assume_mod.NO_NAN, assume_mod.NO_INF} <= set(options.restricting())
     ctx0 = _ModelContext(model)
     ctx0.reassociate = options.reassociate
     inputs = []
@@ -254,7 +267,7 @@ def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn
     args = [v for _, _, v in inputs]
     src = _encode_side(src_prog, src_fn, args, model, "src")
     tgt = _encode_side(tgt_prog, tgt_fn, args, model, "tgt", src)
-    facts = assume_mod.input_facts(options.assume, model, [t for _, _, v in inputs for t in flatten(v)]) \
+    facts = assume_mod.input_facts(options.restricting(), model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
     premises: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     if concrete is None and options.finite_runs and src.ctx.live_values is not None:
@@ -699,7 +712,7 @@ def _differing_elements(enc: _Encoded, dom: Any, a: Tensor, b: Tensor,
     if enc.atoms is None:
         # the input atoms the assumptions decide, and the abstract constants' special-value
         # tests, which the model's preconditions decide (they stayed in zero graph 6's terms)
-        enc.atoms = {**assume_mod.atom_facts(enc.options.assume, enc.model,
+        enc.atoms = {**assume_mod.atom_facts(enc.options.restricting(), enc.model,
                                              [t for _, _, v in enc.inputs for t in flatten(v)]),
                      **assume_mod.false_atom_facts(enc.model.false_atoms())}
     # per-operation's runs without NaN/inf inside: the live values' premises too
@@ -880,7 +893,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
             levels.append("solvers disagree: " + "; ".join(disagreements))
             verdict, reason, cex = UNKNOWN, "z3 and cvc5 disagree: " + "; ".join(disagreements), None
         return Result(label, pass_name, verdict, time.perf_counter() - start, reason, cex,
-                      options.fp, levels, assume_mod.describe(options.assume))
+                      options.fp, levels, options.described())
 
     src_fn, tgt_fn = src_prog.functions.get(name), tgt_prog.functions.get(name)
     if src_fn is None:

@@ -92,9 +92,50 @@ def zero_signs_free(assume: Sequence[str]) -> bool:
     return PER_OPERATION in assume and NO_SIGNED_ZEROS in assume
 
 
-def describe(names: Sequence[str]) -> list[str]:
-    """One printable line per assumption in force."""
-    return [f"{n}: {ASSUMPTIONS[n]}" for n in names]
+def describe(names: Sequence[str], input_class: Sequence[str] = ()) -> list[str]:
+    """One printable line per assumption in force, then one for an input class
+    (`validate_input_class`) when the inputs looked at are restricted."""
+    lines = [f"{n}: {ASSUMPTIONS[n]}" for n in names]
+    if input_class:
+        kinds = " or ".join({NO_NAN: "NaN", NO_INF: "±inf"}[n] for n in input_class)
+        lines.append(f"inputs: no {kinds} elements (only such inputs are looked at; not an "
+                     f"assumption: a NaN or infinity computed inside still counts)")
+    return lines
+
+
+# An input class restricts the inputs a check looks at, as no-nan / no-inf do, but leaves out
+# their second half: a NaN or an infinity the source computes is not poison. "The pass
+# changes the result on finite inputs" (TIR's max dropping the NaN of sqrt(-1)) is such a
+# claim; under no-nan that output would be poison, and the difference no counterexample.
+# The minimizer keeps a finding's inputs in its class with it (`tvtv.minimize`).
+INPUT_CLASSES = (NO_NAN, NO_INF)
+
+
+# The names users give an input class (`tvtv check --inputs`).
+INPUT_CLASS_NAMES: dict[str, tuple[str, ...]] = {
+    "any": (), "no-nan": (NO_NAN,), "finite": (NO_NAN, NO_INF)}
+
+
+def input_class_named(name: str) -> tuple[str, ...]:
+    """The input class a user names (`INPUT_CLASS_NAMES`); ValueError naming the choices."""
+    if name not in INPUT_CLASS_NAMES:
+        raise ValueError(f"unknown input class {name!r} (choose from {', '.join(INPUT_CLASS_NAMES)})")
+    return INPUT_CLASS_NAMES[name]
+
+
+def validate_input_class(names: Iterable[str]) -> tuple[str, ...]:
+    """`names` (of no-nan, no-inf) in `INPUT_CLASSES`' order; ValueError for anything else."""
+    given = set(names)
+    bad = sorted(given - set(INPUT_CLASSES))
+    if bad:
+        raise ValueError(f"unknown input class {bad[0]!r} (choose from {', '.join(INPUT_CLASSES)})")
+    return tuple(n for n in INPUT_CLASSES if n in given)
+
+
+def restricting(assume: Sequence[str], input_class: Sequence[str]) -> tuple[str, ...]:
+    """The names whose input half holds (`input_facts`, `atom_facts`, drawn inputs): the
+    assumptions and the input class together."""
+    return tuple(sorted(set(assume) | set(input_class)))
 
 
 def excluded(assume: Sequence[str], dom: ScalarDomain, x: z3.ExprRef) -> list[z3.BoolRef]:

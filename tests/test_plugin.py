@@ -73,6 +73,19 @@ def test_assumptions_are_checked_first_and_printed_with_the_verdict(tmp_path):
     assert all("no-nan: no input element is NaN" in ln and "no-inf:" in ln for ln in assumptions)
 
 
+def test_an_input_class_is_checked_first_and_printed_with_the_verdict(tmp_path):
+    proc = run_project(tmp_path, "--tvtv-pass", "demo_passes:add_to_subtract", *GRAPHS,
+                       "--tvtv-inputs", "normal")
+    assert proc.returncode == 4, proc.stdout + proc.stderr      # pytest's usage error
+    assert "--tvtv-inputs normal" in proc.stderr and "unknown input class" in proc.stderr
+    proc = run_project(tmp_path, "--tvtv-pass", "demo_passes:add_to_subtract", *GRAPHS,
+                       "--tvtv-inputs", "finite")
+    out = proc.stdout
+    assert proc.returncode == 1 and "3 failed, 1 passed" in out, out + proc.stderr
+    assumptions = [ln for ln in out.splitlines() if ln.strip().startswith("assumptions:")]
+    assert len(assumptions) == 2 and all("inputs: no NaN or ±inf elements" in ln for ln in assumptions)
+
+
 def test_a_graph_that_hangs_is_unknown_and_the_session_goes_on(tmp_path):
     """A check that never ends (the runner's test hook makes graph 0's sleep) is killed at
     the case timeout and skipped with the reason; graph 1 gets a new worker and passes.

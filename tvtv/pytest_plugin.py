@@ -4,13 +4,14 @@ Validate a pass on generated graphs, one test item per graph:
 
     pytest --tvtv-pass FuseOps --tvtv-graphs 50 [--tvtv-generator simple --tvtv-seed 0]
            [--tvtv-min-ops 10 --tvtv-max-ops 30 --tvtv-ops add,multiply,nn.relu]
-           [--tvtv-assume no-nan,no-inf] [--tvtv-case-timeout 300]
+           [--tvtv-assume no-nan,no-inf] [--tvtv-inputs finite] [--tvtv-case-timeout 300]
 
 `--tvtv-pass` takes a registered pass name (`tvtv passes`) or `package.module:attr` naming a
 TVM pass (or a function that returns one) in the project under test. A graph the pass breaks
 fails with tvtv's report (verdict, counterexample inputs, source and target values); a graph
 tvtv cannot decide is skipped with the reason (`--tvtv-strict` makes it fail). Every
-assumption in force (`--tvtv-assume`, as `tvtv check --assume`) is printed in the report.
+assumption in force (`--tvtv-assume`, as `tvtv check --assume`) and the input class
+(`--tvtv-inputs`, as `tvtv check --inputs`) are printed in the report.
 
 Each graph is checked in a worker process kept for the session, in a fresh Z3 context
 (`tvtv.plugin_worker`): a graph that outlives `--tvtv-case-timeout` seconds (default 300), or
@@ -53,6 +54,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tvtv-assume", default=None, metavar="LIST",
                     help="assumptions for the float model, a comma list: no-nan, no-inf, "
                          "no-signed-zeros, per-operation, op-rounding (see `tvtv check --help`)")
+    group.addoption("--tvtv-inputs", default="any", metavar="CLASS",
+                    help="the inputs looked at: any, finite or no-nan; a NaN or infinity the "
+                         "program computes still counts (see `tvtv check --help`)")
     group.addoption("--tvtv-case-timeout", type=float, default=DEFAULT_CASE_TIMEOUT, metavar="SECONDS",
                     help="a graph still unchecked after this long is unknown (0: check in "
                          "pytest's own process, unbounded)")
@@ -64,22 +68,29 @@ DEFAULT_CASE_TIMEOUT = 300.0
 
 
 def float_options(config: pytest.Config) -> dict[str, Any]:
-    """The `tvtv.api.verify` float options `--tvtv-assume` gives; a bad value is a usage
-    error, reported before any graph is checked."""
+    """The `tvtv.api.verify` float options `--tvtv-assume` and `--tvtv-inputs` give; a bad
+    value is a usage error, reported before any graph is checked."""
+    from tvtv.absfp.assumptions import input_class_named
     from tvtv.api import float_options as api_float_options
     from tvtv.errors import InputError
     from tvtv.refinement import Options
-    assume = config.getoption("tvtv_assume")
+    assume, inputs = config.getoption("tvtv_assume"), config.getoption("tvtv_inputs")
     try:
         given = api_float_options(None, assume)
         Options(**given)
     except (InputError, ValueError) as err:
         raise pytest.UsageError(f"--tvtv-assume {assume}: {err}") from None
+    try:
+        if input_class_named(inputs):
+            given["input_class"] = list(input_class_named(inputs))
+    except ValueError as err:
+        raise pytest.UsageError(f"--tvtv-inputs {inputs}: {err}") from None
     return given
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("tvtv_pass") or config.getoption("tvtv_assume"):
+    if config.getoption("tvtv_pass") or config.getoption("tvtv_assume") \
+            or config.getoption("tvtv_inputs") != "any":
         float_options(config)
         if config.getoption("tvtv_case_timeout") < 0:
             raise pytest.UsageError("--tvtv-case-timeout must be 0 or more")

@@ -117,3 +117,17 @@ def test_unknown_input_class_is_one_line_exit_3(tmp_path):
     proc = _cli("check", "--pass", "LegalizeOps", "--module", str(src), "--inputs", "normal")
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "unknown input class 'normal'" in proc.stderr
+
+
+def test_minimize_takes_the_assumptions_and_the_input_class_of_the_check(tmp_path):
+    """`tvtv minimize` under `--assume no-nan,no-inf` finds nothing to minimize (the computed
+    NaN is poison), under `--inputs finite` it keeps sqrt and max on finite inputs."""
+    src = tvm_bridge.save_module(SqrtMax, tmp_path / "sqrtmax.py")
+    proc = _cli("minimize", str(src), "--pass", "LegalizeOps", "--assume", "no-nan,no-inf")
+    assert proc.returncode == 3 and "no counterexample" in proc.stderr, proc.stdout + proc.stderr
+    proc = _cli("minimize", str(src), "--pass", "LegalizeOps", "--inputs", "finite",
+                "--out", str(tmp_path / "min"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "witness: finite" in proc.stdout and "R.sqrt" in (tmp_path / "min" / "input.py").read_text()
+    proc = _cli("minimize", str(src), "--pass", "LegalizeOps", "--inputs", "normal")
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1

@@ -46,17 +46,21 @@ def register(app: typer.Typer) -> None:
                  out: Optional[Path] = typer.Option(None, "--out", help="folder for the minimized case (default FILE.min/)"),
                  func: str = typer.Option("main", "--func", help="the function to minimize"),
                  timeout: float = typer.Option(10.0, "--timeout", help="solver timeout per query while minimizing, seconds"),
-                 max_checks: int = typer.Option(150, "--max-checks", help="budget of checks")) -> None:
-        """Shrink a module while the pass still shows the same kind of counterexample on it."""
-        from tvtv.cli import _guard, console
+                 max_checks: int = typer.Option(150, "--max-checks", help="budget of checks"),
+                 assume: Optional[list[str]] = typer.Option(None, "--assume", help="as `tvtv check --assume`"),
+                 inputs: str = typer.Option("any", "--inputs", help="as `tvtv check --inputs`")) -> None:
+        """Shrink a module while the pass still shows the same kind of counterexample on it
+        (under the assumptions and on inputs of the class given, as the check that found it)."""
+        from tvtv.cli import _float_options, _guard, console
 
         def run() -> int:
             from tvtv.ir import tvm_bridge
             from tvtv.minimize import minimize_case
             from tvtv.reports.finalize import _write_case
+            options = _float_options(None, assume, inputs)   # bad values: exit 3 first
             module = tvm_bridge.load_module(file)
             m = minimize_case(module, _resolve_pass(pass_name), func=func, timeout=timeout,
-                              max_checks=max_checks)
+                              max_checks=max_checks, **options)
             folder = out or file.with_name(file.stem + ".min")
             _write_case(folder, m)
             r = m.result

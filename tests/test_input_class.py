@@ -131,3 +131,17 @@ def test_minimize_takes_the_assumptions_and_the_input_class_of_the_check(tmp_pat
     assert "witness: finite" in proc.stdout and "R.sqrt" in (tmp_path / "min" / "input.py").read_text()
     proc = _cli("minimize", str(src), "--pass", "LegalizeOps", "--inputs", "normal")
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1
+
+
+def test_check_out_minimizes_as_the_run_checked(tmp_path):
+    """`check --out`'s minimization keeps the run's float model, assumptions and input class
+    (it used to minimize every finding in the abstract model without assumptions)."""
+    src = tvm_bridge.save_module(SqrtMax, tmp_path / "sqrtmax.py")
+    out = tmp_path / "run"
+    proc = _cli("check", "--pass", "LegalizeOps", "--module", str(src), "--fp", "ieee",
+                "--assume", "no-signed-zeros", "--inputs", "finite", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = json.loads((out / "cases" / "sqrtmax" / "minimized" / "result.json").read_text())
+    assert result["fp_model"] == "ieee" and result["ops"] == 2
+    assert any(a.startswith(INPUT_CLASS_LINE) for a in result["assumptions"])
+    assert any(a.startswith("no-signed-zeros") for a in result["assumptions"])

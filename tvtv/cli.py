@@ -158,9 +158,11 @@ def _print_per_pass(report: Report) -> None:
     console.print(table)
 
 
-def _finalize(out: Path, report: Report, target: str, minimize: bool) -> None:
+def _finalize(out: Path, report: Report, target: str, minimize: bool,
+              options: Optional[dict] = None) -> None:
     """`out/report.json`, then the report writer of `tvtv.reports` (HTML, grouping,
-    minimization, reproducers) if this tvtv has it."""
+    minimization under the run's float model, assumptions and input class `options`,
+    reproducers) if this tvtv has it."""
     report.write_json(out / "report.json")
     try:
         import tvtv.reports as reports
@@ -172,7 +174,7 @@ def _finalize(out: Path, report: Report, target: str, minimize: bool) -> None:
     from tvtv.native_log import filtered_stderr
     try:
         with filtered_stderr(keep_python=True):   # minimization runs TVM in this process
-            finalize(out, report, target, minimize)
+            finalize(out, report, target, minimize, options=options or {})
     except InputError:
         raise
     except Exception as err:   # the verdicts stand; say the reports are incomplete
@@ -312,7 +314,11 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
             _print_per_pass(report)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            _finalize(out, report, target, minimize)
+            # minimization checks its candidates as the run checked (not with the run's
+            # per-check budget: it has its own timeouts)
+            run_options = {"fp": fp, **{k: v for k, v in config_fields["float_options"].items()
+                                        if k != "budget"}}
+            _finalize(out, report, target, minimize, run_options)
         print_summary(report, json_path)
         return report.exit_code()
     _guard(run)

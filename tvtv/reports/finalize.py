@@ -114,8 +114,10 @@ def _write_case(folder: Path, m: Any) -> None:
 
 
 def build_finding(out_dir: Path, r: Result, pass_name: str, minimize: bool, pass_obj: Any,
-                  timeout: float, max_checks: int, log: Any, max_seconds: float = 120.0) -> Finding:
-    """Everything the report shows about one counterexample (minimizing it when asked)."""
+                  timeout: float, max_checks: int, log: Any, max_seconds: float = 120.0,
+                  options: dict[str, Any] | None = None) -> Finding:
+    """Everything the report shows about one counterexample (minimizing it when asked, with
+    `options` for `tvtv.check_pass`: the run's float model, assumptions, input class)."""
     from tvtv.confirm import HOW
     case_dir = cases.case_dir(out_dir, r.name)
     before = _load(case_dir / "before.py")
@@ -127,7 +129,7 @@ def build_finding(out_dir: Path, r: Result, pass_name: str, minimize: bool, pass
         target = pass_to_rerun(r.pass_name or pass_name, pass_name, pass_obj)
         try:
             m = minimize_case(before, target, r, func=func, timeout=timeout, max_checks=max_checks,
-                              max_seconds=max_seconds)
+                              max_seconds=max_seconds, **(options or {}))
             m.result.name = r.name   # the finding keeps its label
             f.minimized = m
             _write_case(case_dir / "minimized", m)
@@ -292,10 +294,13 @@ def print_groups(groups: list[Group], console: Any = None) -> None:
 
 def finalize(out_dir: Path, report: Report, pass_name: str, minimize: bool, *,
              pass_obj: Any = None, console: Any = None, timeout: float = 10.0,
-             max_checks: int = 150, max_seconds: float = 120.0, quiet: bool = False) -> list[Group]:
+             max_checks: int = 150, max_seconds: float = 120.0, quiet: bool = False,
+             options: dict[str, Any] | None = None) -> list[Group]:
     """Minimize (when asked), group, and write the HTML page, the reproducers and
     `groups.json` into `out_dir` (see the module docstring); print the groups. `pass_obj` is
-    the TVM pass when it is not one tvtv's registry knows by `pass_name` (needed to minimize)."""
+    the TVM pass when it is not one tvtv's registry knows by `pass_name` (needed to minimize);
+    `options` are the run's `tvtv.check_pass` options (fp, assume, input_class), which
+    minimization keeps."""
     from rich.console import Console
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -306,7 +311,7 @@ def finalize(out_dir: Path, report: Report, pass_name: str, minimize: bool, *,
             console.print(msg, markup=False)
 
     findings = [build_finding(out_dir, r, pass_name, minimize, pass_obj, timeout, max_checks, log,
-                              max_seconds)
+                              max_seconds, options)
                 for r in report.results
                 if r.verdict == COUNTEREXAMPLE and r.counterexample is not None]
     groups = group_findings(findings, pass_name)

@@ -145,3 +145,16 @@ def test_check_out_minimizes_as_the_run_checked(tmp_path):
     assert result["fp_model"] == "ieee" and result["ops"] == 2
     assert any(a.startswith(INPUT_CLASS_LINE) for a in result["assumptions"])
     assert any(a.startswith("no-signed-zeros") for a in result["assumptions"])
+    # `tvtv report DIR --minimize` later minimizes as the stored run checked, too
+    (out / "cases" / "sqrtmax" / "minimized" / "result.json").unlink()
+    proc = _cli("report", str(out), "--minimize")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = json.loads((out / "cases" / "sqrtmax" / "minimized" / "result.json").read_text())
+    assert result["fp_model"] == "ieee" and any(a.startswith(INPUT_CLASS_LINE) for a in result["assumptions"])
+
+
+def test_stored_check_options_of_a_missing_or_foreign_file_are_none(tmp_path):
+    from tvtv.runner import stored_check_options
+    assert stored_check_options(tmp_path / "none.sqlite") == {}
+    (tmp_path / "junk.sqlite").write_text("not a database")
+    assert stored_check_options(tmp_path / "junk.sqlite") == {}

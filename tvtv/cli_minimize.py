@@ -107,6 +107,9 @@ def register_report(app: typer.Typer) -> None:
             report = Report(results)
             target = pass_name or next((r.pass_name for r in results if r.pass_name), "?")
             pass_obj = _resolve_pass(pass_name) if pass_name and ":" in pass_name else None
-            finalize(out, report, target, minimize, pass_obj=pass_obj, timeout=timeout)
+            # minimized as the run checked: its float model, assumptions and input class
+            from tvtv.runner import stored_check_options
+            finalize(out, report, target, minimize, pass_obj=pass_obj, timeout=timeout,
+                     options=stored_check_options(out / "run.sqlite"))
             return report.exit_code()
         _guard(run)

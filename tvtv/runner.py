@@ -289,6 +289,24 @@ def _run_pass(case: Case, config: RunConfig, mod: Any, verify: Callable[..., Any
 
 # ---------------------------------------------------------------- the store
 
+def stored_check_options(path: Path) -> dict[str, Any]:
+    """The `tvtv.check_pass` options (fp, solver, assume, input_class) of the run stored in
+    the database `path`, for work on its findings afterwards (`tvtv report --minimize`);
+    empty when there is no such database or it holds no run."""
+    if not Path(path).is_file():
+        return {}
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM run WHERE key = 'config'").fetchone()
+        finally:
+            db.close()
+        config = json.loads(row[0]) if row else {}
+    except (sqlite3.DatabaseError, ValueError):
+        return {}
+    return {"fp": config.get("fp", "abstract"), **(config.get("float_options") or {})}
+
+
 class ResultStore:
     """The SQLite file of a run: its configuration and each finished case's results."""
 

@@ -266,7 +266,7 @@ EXACT_FIRST_BUDGET = 1.5
 def _options_key(options: Any) -> tuple[Any, ...]:
     return (options.fp, options.timeout, options.mag_bits, options.solver, options.reassociate,
             options.tir, options.refine_to_ieee, options.confirm, options.budget,
-            options.zero_signs_free, options.probe_elements)
+            options.zero_signs_free, options.probe_elements, options.input_class)
 
 
 def _returned_expr(fn: P.Function) -> P.Expr:

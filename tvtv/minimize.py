@@ -28,10 +28,12 @@ output and the inputs may change too: a mistranslated `add` under a `relu` minim
 without running the VM (`confirm_vm=False`); the final minimized case is checked once more with
 confirmation. Every candidate is checked on inputs of the original counterexample's class only
 (`input_class`: finite inputs stay finite, inputs without NaN stay so), so that a cut cannot
-trade the cause for a NaN or an infinity at a new parameter. That is an input class
-(`Options.input_class`), not the assumptions no-nan / no-inf, which would also make a NaN the
-source computes poison: a finding on finite inputs through a computed NaN (TIR's max dropping
-the NaN of sqrt(-1)) is kept.
+trade the cause for a NaN or an infinity at a new parameter (`kept_class`). Where the source
+computes a NaN (or infinity) on the original inputs, that restriction is an input class
+(`Options.input_class`), not the assumption no-nan (no-inf), which would also make the computed
+value poison: a finding on finite inputs through a computed NaN (TIR's max dropping the NaN of
+sqrt(-1)) is kept; where it computes none, the assumption, so a candidate cannot trade the
+cause for a computed one either.
 
 A counterexample the solver left undecided and testing found (`tvtv.api._test_undecided`,
 e.g. log_add_exp overflowing float16 deep in a graph) is minimized by testing instead: each

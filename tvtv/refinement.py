@@ -101,7 +101,7 @@ class Options:
     probe_elements: bool = False
     # the inputs looked at: no-nan / no-inf restrict the input elements only, never making a
     # NaN or infinity the source computes poison (`tvtv.absfp.assumptions.INPUT_CLASSES`);
-    # printed with the verdict. Set by the minimizer, which keeps a finding's input class
+    # printed with the verdict (`--inputs`; the minimizer keeps a finding's input class)
     input_class: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

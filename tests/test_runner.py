@@ -192,19 +192,21 @@ def test_crash_reasons():
 
 def test_jobs_0_runs_in_process_and_finalize_is_called(tmp_path, monkeypatch):
     """`--jobs 0` (no isolation), `--out`: report.json and tvtv.reports.finalize(out, report,
-    pass, minimize) at the end (recorded by a stand-in for finalize)."""
+    pass, minimize, options=the run's check options) at the end (recorded by a stand-in for
+    finalize)."""
     from typer.testing import CliRunner
 
     import tvtv.reports
     from tvtv.cli import app
     calls = []
-    monkeypatch.setattr(tvtv.reports, "finalize", lambda out_dir, report, pass_name, minimize: calls.append(
-        (out_dir, len(report.results), pass_name, minimize)))
+    monkeypatch.setattr(tvtv.reports, "finalize", lambda out_dir, report, pass_name, minimize, options: calls.append(
+        (out_dir, len(report.results), pass_name, minimize, options)))
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["check", *SMALL, "--graphs", "2", "--jobs", "0", "--out", str(out),
-                                   "--no-minimize"])
+                                   "--no-minimize", "--assume", "no-nan", "--inputs", "finite"])
     assert res.exit_code == 0, res.output
-    assert calls == [(out, 2, "FuseOps", False)]
+    assert calls == [(out, 2, "FuseOps", False,
+                      {"fp": "abstract", "assume": ("no-nan",), "input_class": ["no-nan", "no-inf"]})]
     assert json.loads((out / "report.json").read_text())["summary"]["proved"] == 2
     assert len(stored_cases(out / "run.sqlite")) == 2
     # --case-timeout needs workers

@@ -27,9 +27,10 @@ def _as_module(m: Any, what: str) -> Any:
     raise InputError(f"{what}: expected an IRModule or a path, got {type(m).__name__}")
 
 
-def float_options(solver: str | None = None, assume: Any = None) -> dict[str, Any]:
-    """The `Options` fields for a solver choice and assumptions (no-nan, no-inf,
-    no-signed-zeros), given as far as this tvtv's `Options` has them: a value left at its
+def float_options(solver: str | None = None, assume: Any = None, inputs: str = "any") -> dict[str, Any]:
+    """The `Options` fields for a solver choice, assumptions (no-nan, no-inf,
+    no-signed-zeros) and a named input class (`inputs`: any, finite, no-nan; ValueError for
+    another name), given as far as this tvtv's `Options` has them: a value left at its
     default (None, "z3", no assumption) is dropped when `Options` lacks the field; asking for
     anything else then is bad input."""
     have = {f.name for f in dataclasses.fields(Options)}
@@ -46,6 +47,8 @@ def float_options(solver: str | None = None, assume: Any = None) -> dict[str, An
         elif value != default:
             raise InputError(f"this tvtv cannot use --{name} {value if isinstance(value, str) else ','.join(value)} "
                              f"yet (tvtv.refinement.Options has no '{name}')")
+    if assume_mod.input_class_named(inputs):
+        given["input_class"] = list(assume_mod.input_class_named(inputs))
     return given
 
 

@@ -110,12 +110,9 @@ CHECKS_PER_CASE = 3
 def _float_options(solver: Optional[str], assume: Optional[list[str]], inputs: str = "any") -> dict:
     """The pass-through float-model options for `tvtv.api.verify`, checked once here (bad
     values are bad input before anything runs)."""
-    from tvtv.absfp.assumptions import input_class_named
     from tvtv.api import float_options
     from tvtv.refinement import Options
-    given = float_options(solver, assume or None)
-    if input_class_named(inputs):   # raises ValueError on an unknown class
-        given["input_class"] = list(input_class_named(inputs))
+    given = float_options(solver, assume or None, inputs)   # ValueError on an unknown class
     Options(**given)   # raises ValueError on an unknown solver or assumption
     return given
 

@@ -70,21 +70,17 @@ DEFAULT_CASE_TIMEOUT = 300.0
 def float_options(config: pytest.Config) -> dict[str, Any]:
     """The `tvtv.api.verify` float options `--tvtv-assume` and `--tvtv-inputs` give; a bad
     value is a usage error, reported before any graph is checked."""
-    from tvtv.absfp.assumptions import input_class_named
     from tvtv.api import float_options as api_float_options
     from tvtv.errors import InputError
     from tvtv.refinement import Options
     assume, inputs = config.getoption("tvtv_assume"), config.getoption("tvtv_inputs")
     try:
-        given = api_float_options(None, assume)
+        given = api_float_options(None, assume, inputs)
         Options(**given)
     except (InputError, ValueError) as err:
-        raise pytest.UsageError(f"--tvtv-assume {assume}: {err}") from None
-    try:
-        if input_class_named(inputs):
-            given["input_class"] = list(input_class_named(inputs))
-    except ValueError as err:
-        raise pytest.UsageError(f"--tvtv-inputs {inputs}: {err}") from None
+        given_text = " ".join(f"--tvtv-{k} {v}" for k, v in (("assume", assume), ("inputs", inputs))
+                              if v is not None and v != "any")
+        raise pytest.UsageError(f"{given_text}: {err}") from None
     return given
 
 

@@ -311,11 +311,8 @@ def check(pass_name: Optional[str] = typer.Option(None, "--pass", help="the pass
             _print_per_pass(report)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            # minimization checks its candidates as the run checked (not with the run's
-            # per-check budget: it has its own timeouts)
-            run_options = {"fp": fp, **{k: v for k, v in config_fields["float_options"].items()
-                                        if k != "budget"}}
-            _finalize(out, report, target, minimize, run_options)
+            # minimization checks its candidates as the run checked
+            _finalize(out, report, target, minimize, config.check_options())
         print_summary(report, json_path)
         return report.exit_code()
     _guard(run)

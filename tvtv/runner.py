@@ -83,6 +83,12 @@ class RunConfig:
         d["float_options"].pop("budget", None)
         return d
 
+    def check_options(self) -> dict[str, Any]:
+        """The `tvtv.check_pass` options a finding of this run is worked on with afterwards
+        (minimization): the float model, solver, assumptions and input class, not the
+        per-check budget (minimization has its own timeouts)."""
+        return check_options(self.identity())
+
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
@@ -289,6 +295,11 @@ def _run_pass(case: Case, config: RunConfig, mod: Any, verify: Callable[..., Any
 
 # ---------------------------------------------------------------- the store
 
+def check_options(identity: dict[str, Any]) -> dict[str, Any]:
+    """`RunConfig.check_options` of a configuration's `identity` (as stored)."""
+    return {"fp": identity.get("fp", "abstract"), **(identity.get("float_options") or {})}
+
+
 def stored_check_options(path: Path) -> dict[str, Any]:
     """The `tvtv.check_pass` options (fp, solver, assume, input_class) of the run stored in
     the database `path`, for work on its findings afterwards (`tvtv report --minimize`);
@@ -304,7 +315,7 @@ def stored_check_options(path: Path) -> dict[str, Any]:
         config = json.loads(row[0]) if row else {}
     except (sqlite3.DatabaseError, ValueError):
         return {}
-    return {"fp": config.get("fp", "abstract"), **(config.get("float_options") or {})}
+    return check_options(config)
 
 
 class ResultStore:

@@ -428,6 +428,21 @@ class AbstractFloats(ScalarDomain):
         m = self.mag(h)
         return self.mk(self.sign(h), zf.If(z3.ULE(m, top), m, top))
 
+    def bounded(self, a, bound: float, nan: bool = False):
+        """`a` with a magnitude above `bound`'s (inf, and NaN unless `nan`) replaced by
+        `bound`'s, sign kept: for a value a TIR range proof (`tvtv.encode.tir.ranges`) puts
+        in [-bound, bound] (or NaN), the uninterpreted +, *, / inside `a` then give only
+        such values."""
+        if math.isinf(bound) or math.isnan(bound):
+            return a
+        m = self.mag(a)
+        top = self.code(0) if bound == 0 else (
+            self.code(self.MAX) if bound >= self.max_value else self.const_mag(bound))
+        clamped = zf.If(z3.ULE(m, top), m, top)
+        if nan:
+            clamped = zf.If(self._mag_is(m, self.NAN), m, clamped)
+        return self.mk(self.sign(a), clamped)
+
     @_memoized
     def binary(self, fname: str, a, b):
         if fname not in special.BINARY_UF:

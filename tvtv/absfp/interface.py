@@ -134,6 +134,12 @@ class ScalarDomain(ABC):
     def binary(self, fname: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         raise Unsupported(f"{fname} on {self.dtype}")
 
+    def bounded(self, a: z3.ExprRef, bound: float, nan: bool = False) -> z3.ExprRef:
+        """`a`, a value proved (outside the model) to be at most `bound` in magnitude or,
+        only when `nan`, NaN, with that fact stated where the model would not know it. Exact
+        models (IEEE, real) know it already: `a` itself."""
+        return a
+
     # -- booleans ------------------------------------------------------------------------------
     def truthy(self, a: z3.ExprRef) -> z3.BoolRef:
         """`a != 0` (NaN is true, as in C)."""

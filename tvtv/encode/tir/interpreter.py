@@ -45,7 +45,7 @@ from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
 from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
-from tvtv.encode.tir import intrinsics
+from tvtv.encode.tir import intrinsics, ranges
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
 from tvtv.encode.tir.values import Loop, Reader, Sc, Val, fresh_undef_name
 from tvtv.errors import Unsupported
@@ -93,6 +93,9 @@ class PrimFuncEncoder:
         self.acc_override: dict[str, tuple[tuple[T.Expr, ...], z3.ExprRef]] = {}
         # the scalar program being run, if any (`program.run_program`)
         self.prog: ScalarProgram | None = None
+        # buffer -> (its value, the range every element lies in), for a buffer one store
+        # wrote whole (`ranges`); valid while `state` still holds that value
+        self.ranges: dict[str, tuple[Tensor, ranges.Range]] = {}
 
     # -- entry -----------------------------------------------------------------------------------
     def run(self, inputs: Sequence[Tensor], n_outputs: int) -> list[Tensor]:
@@ -481,6 +484,9 @@ class PrimFuncEncoder:
                     value = self.reduce(store, init, env, binding, red, old_reader, ix, buf)
                 else:
                     value = self.scalar(self.expr(store.value, env), buf.dtype)
+                    if stored_range.finite and ranges.computes(store.value):
+                        value = self.ctx.dom(buf.dtype).bounded(value, stored_range.magnitude,
+                                                                stored_range.nan)
             return value if z3.is_true(guard) else zf.If(guard, value, old_reader(ix))
 
         def flat(i: z3.BitVecRef) -> z3.ExprRef:
@@ -488,8 +494,19 @@ class PrimFuncEncoder:
             return element([IX.Ix(t, 0, size - 1) if size > 1 else IX.constant(0)
                             for t, size in zip(parts, shape)])
 
+        stored_range = ranges.TOP if red or value_fn is not None or not is_float(buf.dtype) \
+            else ranges.expr_range(store.value, self.range_of)
         self.state[store.buffer] = Tensor.from_flat(shape, buf.dtype, flat)
         self.readers[store.buffer] = element
+        whole = all(dim.dyn is None and dim.lo <= 0 and dim.lo + dim.extent >= size
+                    if isinstance(dim, Loop) else size == 1 for dim, size in zip(dims, shape))
+        if stored_range != ranges.TOP and whole:
+            self.ranges[store.buffer] = (self.state[store.buffer], stored_range)
+
+    def range_of(self, buffer: str) -> ranges.Range:
+        """The range every element of `buffer` lies in now (`ranges.TOP`: nothing known)."""
+        entry = self.ranges.get(buffer)
+        return entry[1] if entry is not None and entry[0] is self.state.get(buffer) else ranges.TOP
 
     def write_unrolled(self, store: T.Store, loops: list[Loop], binding: dict[str, Loop | int]) -> None:
         """Run `store` once per iteration of `loops`, in the loops' order, when its indices

@@ -1,0 +1,311 @@
+"""Ranges of TIR float expressions (`tvtv.encode.tir.ranges`): each rule against numpy on
+random and special values, the ranges of FastMathTransform's PrimFuncs against their runs on
+the TVM VM (every float16 input, a sample of float32 ones with the special values), and the
+proofs they make possible, each with a twin whose target really differs and is refuted."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tirx as T
+
+import tvtv
+from tvtv.absfp.abstract import AbstractModel
+from tvtv.absfp.dtypes import numpy_dtype
+from tvtv.encode.context import EncodeContext
+from tvtv.encode.tensor import Tensor
+from tvtv.encode.tir import ranges
+from tvtv.encode.tir.interpreter import PrimFuncEncoder
+from tvtv.ir import tvm_bridge
+from tvtv.ir.tir_reader import read_prim_func
+
+DTYPES = ("float16", "float32", "float64")
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0]
+
+
+def _inside(r: ranges.Range, v: float) -> bool:
+    return (r.nan and math.isnan(v)) or (not math.isnan(v) and r.lo <= v <= r.hi)
+
+
+def _draw(r: ranges.Range, n: int, rng: np.random.Generator, nd: np.dtype) -> np.ndarray:
+    """`n` values of the range: its ends, 0 when inside, uniform draws, and NaN if allowed."""
+    ends = [r.lo, r.hi] + ([0.0] if r.lo <= 0 <= r.hi else [])
+    lo, hi = max(r.lo, -1e6), min(r.hi, 1e6)     # an infinite end: draws near the other
+    inner = rng.uniform(lo, hi, n) if lo <= hi else np.array([])
+    xs = np.concatenate([ends, inner]).astype(nd)
+    xs = xs[(xs >= r.lo) & (xs <= r.hi)]          # rounding to the dtype may leave the range
+    return np.concatenate([xs, [np.nan]]).astype(nd) if r.nan else xs
+
+
+def _random_range(rng: np.random.Generator, nd: np.dtype) -> ranges.Range:
+    scale = 10.0 ** rng.integers(-3, 4)
+    a, b = sorted(float(v) for v in (rng.normal(0, scale, 2)).astype(nd))
+    return ranges.Range(a, b, bool(rng.random() < 0.3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_arithmetic_ranges_hold_every_computed_value(op, dtype):
+    """`arith` encloses numpy's result in the dtype on every pair drawn from the operands'
+    ranges (ends, zero, uniform draws, NaN where allowed), with NaN only if an operand is."""
+    nd = numpy_dtype(dtype)
+    rng = np.random.default_rng(7)
+    fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+    tried = 0
+    for _ in range(60):
+        a, b = _random_range(rng, nd), _random_range(rng, nd)
+        r = ranges.arith(op, a, b, dtype)
+        if op == "div" and b.lo <= 0 <= b.hi:
+            assert r == ranges.TOP
+            continue
+        xs, ys = _draw(a, 30, rng, nd), _draw(b, 30, rng, nd)
+        with np.errstate(all="ignore"):
+            out = fn(xs[:, None], ys[None, :]).astype(nd).ravel()
+        bad = [float(v) for v in out if not _inside(r, float(v))]
+        assert not bad, (op, dtype, a, b, r, bad[:5])
+        assert r.nan == (a.nan or b.nan) or r == ranges.TOP
+        tried += r.finite
+    assert tried >= 20
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_square_range_is_never_negative_and_holds(dtype):
+    nd = numpy_dtype(dtype)
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        a = _random_range(rng, nd)
+        r = ranges.square(a, dtype)
+        xs = _draw(a, 50, rng, nd)
+        with np.errstate(all="ignore"):
+            out = (xs * xs).astype(nd)
+        assert all(_inside(r, float(v)) for v in out), (a, r)
+        if a.lo <= 0 <= a.hi:
+            assert r.lo == 0.0
+    assert ranges.square(ranges.Range(-4.0, 4.0), "float32") == ranges.Range(0.0, 16.0)
+
+
+def _tir_min(a: float, b: float) -> float:
+    return a if a < b else b        # TVM's CPU code (tvtv/encode/tir/intrinsics.py)
+
+
+def _tir_max(a: float, b: float) -> float:
+    return a if a > b else b
+
+
+@pytest.mark.parametrize("name", ["min", "max"])
+def test_min_max_ranges_follow_tir_nan_rule(name):
+    """With a NaN first operand T.min/T.max give the second: the clamp `max(min(x, 4), -4)`
+    is never NaN, while `max(-9, min(9, x))` is NaN for a NaN x."""
+    fn, rule = (_tir_min, ranges.tir_min) if name == "min" else (_tir_max, ranges.tir_max)
+    rng = np.random.default_rng(11)
+    cases = [ranges.TOP, ranges.Range(-4.0, 4.0), ranges.Range(2.0, 3.0, True),
+             ranges.Range(-1.0, -1.0), ranges.Range(-math.inf, 0.5)]
+    for a in cases:
+        for b in cases:
+            r = rule(a, b)
+            xs = np.concatenate([_draw(a, 20, rng, np.float64), SPECIALS]) if a == ranges.TOP \
+                else _draw(a, 20, rng, np.float64)
+            ys = np.concatenate([_draw(b, 20, rng, np.float64), SPECIALS]) if b == ranges.TOP \
+                else _draw(b, 20, rng, np.float64)
+            for x in xs:
+                for y in ys:
+                    assert _inside(r, fn(float(x), float(y))), (name, a, b, x, y, r)
+    clamp = ranges.tir_max(ranges.tir_min(ranges.TOP, ranges.Range(4.0, 4.0)), ranges.Range(-4.0, -4.0))
+    assert clamp == ranges.Range(-4.0, 4.0, False)
+    tanh_clamp = ranges.tir_max(ranges.Range(-9.0, -9.0), ranges.tir_min(ranges.Range(9.0, 9.0), ranges.TOP))
+    assert tanh_clamp == ranges.Range(-9.0, 9.0, True)
+
+
+def test_overflowing_bound_becomes_infinite_and_stops_the_next_operation():
+    big = ranges.Range(-3e38, 3e38)
+    r = ranges.arith("mul", big, ranges.Range(10.0, 10.0), "float32")
+    assert r.lo == -math.inf and r.hi == math.inf and not r.finite
+    assert ranges.arith("add", r, ranges.Range(1.0, 1.0), "float32") == ranges.TOP
+    # rounding outward: 0.1 + 0.2 in float16 lies in the enclosure of the exact sum
+    s = ranges.arith("add", ranges.Range(0.0999755859375, 0.0999755859375),
+                     ranges.Range(0.199951171875, 0.199951171875), "float16")
+    v = float(np.float16(0.0999755859375) + np.float16(0.199951171875))
+    assert s.lo <= v <= s.hi and s.hi - s.lo <= 2 * float(np.spacing(np.float16(v)))
+
+
+def test_cast_range_rounds_outward():
+    r = ranges.cast(ranges.Range(0.1, 1e6, True), "float16")
+    assert r.nan and r.lo <= float(np.float16(0.1)) and r.hi == math.inf   # 1e6 > 65504
+
+
+# -- FastMathTransform's PrimFuncs against the VM ------------------------------------------------
+
+def _module(ops: list[str], dtype: str, n: int) -> tvm.IRModule:
+    """`main(x: (n,) dtype)` applying the Relax `ops` in turn (the last one's result out)."""
+    lines, prev = [], "x"
+    for k, op in enumerate(ops):
+        lines.append(f"            v{k} = R.{op}({prev})")
+        prev = f"v{k}"
+    out = "bool" if ops[-1] in ("isinf", "isnan") else dtype
+    body = "\n".join(lines)
+    src = f"""
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(({n},), "{dtype}")) -> R.Tensor(({n},), "{out}"):
+        with R.dataflow():
+{body}
+            R.output({prev})
+        return {prev}
+"""
+    return tvm.script.from_source(src)
+
+
+def _unary(op: str, dtype: str, n: int) -> tvm.IRModule:
+    return _module([op], dtype, n)
+
+
+def _fast_range(op: str, dtype: str) -> tuple[tvm.IRModule, ranges.Range]:
+    """The FastMathTransform'd module of `op` and the range the encoder derives for the
+    output of its fast_<op> PrimFunc."""
+    mod = tvm_bridge.apply(relax.transform.FastMathTransform(), _unary(op, dtype, 8))
+    (gv,) = [g for g in mod.get_global_vars() if g.name_hint.startswith("fast_")]
+    pf = read_prim_func(gv.name_hint, mod[gv])
+    ctx = EncodeContext(AbstractModel(8))
+    enc = PrimFuncEncoder(ctx, pf)
+    enc.run([Tensor.variable("x", (8,), dtype, ctx.dom(dtype))], 1)
+    return mod, enc.range_of(pf.params[-1].id)
+
+
+# (fast_tanh of float16 is the T.tanh intrinsic itself, whose bound the models already know)
+@pytest.mark.parametrize("op,dtype,nan", [("erf", "float16", False), ("erf", "float32", False),
+                                          ("tanh", "float32", True)])
+def test_fast_math_ranges_hold_on_the_vm(op, dtype, nan):
+    """Every float16 bit pattern (and 2^16 float32 ones with ±0, ±inf, NaN, ±FLT_MAX) through
+    the PrimFunc on the VM lands in the derived range, which is finite and says NaN exactly
+    where the clamp lets it through (fast_tanh's `T.min(9, x)` keeps a NaN x)."""
+    _, r = _fast_range(op, dtype)
+    assert r.finite and r.nan is nan, r
+    nd = numpy_dtype(dtype)
+    if dtype == "float16":
+        xs = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    else:
+        rng = np.random.default_rng(5)
+        big = float(np.finfo(np.float32).max)
+        xs = np.concatenate([rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32)
+                             .view(np.float32), np.array(SPECIALS + [big, -big], np.float32)])
+    n = len(xs)
+    mod = tvm_bridge.apply(relax.transform.FastMathTransform(), _unary(op, dtype, n))
+    (out,) = tvm_bridge.run_vm(mod, "main", [xs.astype(nd)])
+    vals = np.asarray(out, dtype=np.float64)
+    outside = [(float(x), float(v)) for x, v in zip(xs, vals) if not _inside(r, float(v))]
+    assert not outside, (r, outside[:5])
+    assert np.isnan(vals).any() == nan
+
+
+# -- proofs the ranges make possible, and their twins ---------------------------------------------
+
+def _isinf_of(op: str, dtype: str) -> tvm.IRModule:
+    return _module([op, "isinf"], dtype, 3)
+
+
+@pytest.mark.parametrize("op,dtype", [("erf", "float16"), ("erf", "float32"), ("tanh", "float32")])
+def test_fast_math_keeps_isinf_proved(op, dtype):
+    """`isinf(erf(x))` is false on every input, and so is `isinf(fast_erf(x))`: proved (the
+    abstract model alone would let the polynomial ratio overflow: `unknown` after 46 s)."""
+    (r,) = tvtv.check_pass("FastMathTransform", _isinf_of(op, dtype), timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_fast_erf_of_nan_is_a_number_refuted():
+    """The twin of the NaN-free range: fast_erf clamps with `T.min(x, 4)`, which turns a NaN
+    into 4, so `isnan(erf(x))` is changed by FastMathTransform (erf(NaN) = NaN). Refuted
+    and shown on the VM; had the range wrongly kept the NaN out of the source, nothing
+    would change, since the range is the target's."""
+    (r,) = tvtv.check_pass("FastMathTransform", _module(["erf", "isnan"], "float32", 3),
+                              timeout=20).results
+    assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
+    assert any(np.isnan(np.asarray(v)).any() for v in r.counterexample.inputs.values())
+    # the finding itself (docs/findings.md): fast_erf(NaN) = 1, while fast_tanh keeps NaN
+    xs = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32)
+    for op, want in (("erf", [1.0, 1.0, -1.0, -0.0]), ("tanh", [np.nan, 1.0, -1.0, -0.0])):
+        mod = tvm_bridge.apply(relax.transform.FastMathTransform(), _unary(op, "float32", 4))
+        (out,) = tvm_bridge.run_vm(mod, "main", [xs])
+        np.testing.assert_array_equal(out, np.array(want, np.float32))
+
+
+@I.ir_module
+class NeverNaN:
+    @R.function
+    def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "bool"):
+        with R.dataflow():
+            y = R.less(x, x)              # false everywhere, NaN included
+            R.output(y)
+        return y
+
+
+def test_fast_tanh_nan_flag_is_needed():
+    """fast_tanh keeps a NaN (`T.max(-9, T.min(9, x))`): `isnan(fast_tanh(x))` is not the
+    always-false `x < x`. A range that dropped the NaN flag would clamp the NaN away in the
+    abstract model and prove this; it must be refuted, with a NaN input."""
+    mod = tvm_bridge.apply(relax.transform.FastMathTransform(), _isnan_tanh())
+    r = tvtv.verify(NeverNaN, mod, timeout=20).results[0]
+    assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
+    assert np.isnan(np.asarray(r.counterexample.inputs["x"])).any()
+
+
+def _isnan_tanh() -> tvm.IRModule:
+    return _module(["tanh", "isnan"], "float32", 3)
+
+
+@I.ir_module
+class Overflowing:
+    """A clamp whose polynomial does overflow: [-4, 4] * 1e38 * 10 passes FLT_MAX."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def scaled(x: T.Buffer((T.int64(3),), "float32"), out: T.Buffer((T.int64(3),), "float32")):
+        for i in range(T.int64(3)):
+            with T.sblock("out"):
+                v = T.axis.spatial(T.int64(3), i)
+                out[v] = T.max(T.min(x[v], T.float32(4.0)), T.float32(-4.0)) * T.float32(1e38) \
+                    * T.float32(10.0)
+
+    @R.function
+    def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "bool"):
+        cls = Overflowing
+        with R.dataflow():
+            y = R.call_tir(cls.scaled, (x,), out_ty=R.Tensor((3,), "float32"))
+            z = R.isinf(y)
+            R.output(z)
+        return z
+
+
+@I.ir_module
+class Bounded:
+    """The same with a factor that keeps it finite: [-4, 4] * 1e37 * 2 < FLT_MAX."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def scaled(x: T.Buffer((T.int64(3),), "float32"), out: T.Buffer((T.int64(3),), "float32")):
+        for i in range(T.int64(3)):
+            with T.sblock("out"):
+                v = T.axis.spatial(T.int64(3), i)
+                out[v] = T.max(T.min(x[v], T.float32(4.0)), T.float32(-4.0)) * T.float32(1e37) \
+                    * T.float32(2.0)
+
+    @R.function
+    def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "bool"):
+        cls = Bounded
+        with R.dataflow():
+            y = R.call_tir(cls.scaled, (x,), out_ty=R.Tensor((3,), "float32"))
+            z = R.isinf(y)
+            R.output(z)
+        return z
+
+
+def test_bounded_product_is_never_inf_and_overflowing_twin_is_refuted():
+    """Against `x < x` (always false): `isinf(clamp(x) * 1e37 * 2)` is proved, while the twin
+    whose bound passes FLT_MAX gets no range and is refuted, shown on the VM (x ≥ 3.41)."""
+    (ok,) = tvtv.verify(NeverNaN, Bounded, timeout=20).results
+    assert ok.verdict == "proved", ok.to_dict()
+    (bad,) = tvtv.verify(NeverNaN, Overflowing, timeout=20).results
+    assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()

@@ -23,6 +23,10 @@ when execution shows it, as any counterexample must:
   in the last ulp) and not poison under the assumptions.
 It is then a counterexample confirmed `spec-vs-vm`; otherwise nothing is claimed and the
 ordinary check runs.
+
+Every candidate's inputs are finite (the lemma's were refuted on finite values, the seeded
+fillings lie in ±[0.5, 2), pre-images are asked for finite inputs), so a lifted
+counterexample lies in every input class (`--inputs any|no-nan|finite`) and needs none.
 """
 from __future__ import annotations
 

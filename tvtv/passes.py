@@ -86,7 +86,8 @@ register(PassSpec("zero", lambda: tvm_bridge.pipeline("zero"), support=TIR_VALID
                   note="the zero pipeline as one step (LegalizeOps .. FuseTIR), checked through "
                        "the module after LegalizeOps"))
 register(PassSpec("FastMathTransform", _relax("FastMathTransform"), support=TIR_VALIDATED,
-                  note="exp/tanh/erf -> polynomial PrimFuncs: refuted (an approximation)"))
+                  note="exp/tanh/erf -> polynomial PrimFuncs: refuted where their values "
+                       "matter (an approximation), proved where only their range does"))
 register(PassSpec("FuseTransposeMatmul", _relax("FuseTransposeMatmul"), support=TIR_VALIDATED,
                   note="matmul(x, permute_dims(w)) -> call_tir(NT_matmul)"))
 register(PassSpec("RewriteDataflowReshape", _relax("RewriteDataflowReshape"), ("LegalizeOps",),

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, Callable
 
+import ml_dtypes
 import numpy as np
 import z3
 
@@ -215,9 +216,33 @@ def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(a.shape).astype(a.dtype) * 2
 
 
-# the input sets tried after the normal ones, in this order
+def exp_edges(dtype: str) -> np.ndarray:
+    """Arguments where exp of the dtype changes regime: just below ln(largest finite) (exp
+    finite but near overflow), just above it (inf), and around ln(smallest normal) and
+    ln(smallest subnormal) (gradual underflow, then 0), each of either sign's use (the
+    negative ones are exp's underflow side). Approximations clamp their argument near these
+    points, not at them: FastMathTransform's fast_exp gives inf from x = 88.3763 on, where
+    float32 exp overflows only above 88.7228 (docs/findings.md)."""
+    nd = numpy_dtype(dtype)
+    fi = ml_dtypes.finfo(nd) if dtype == "bfloat16" else np.finfo(nd)   # numpy lacks bfloat16
+    top = math.log(float(fi.max))
+    tiny = math.log(float(fi.tiny))
+    sub = math.log(float(fi.smallest_subnormal))
+    return np.array([top - 0.25, top - 0.02, top + 0.1, tiny + 0.1, tiny - 0.1, sub + 0.3])
+
+
+def _exp_edge_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Float tensors drawn from `exp_edges` of their dtype (few values, so that elementwise
+    operands meet equal too). Integers and bools stay as in the normal sets."""
+    if not np.issubdtype(a.dtype, np.floating):
+        return _random_like(a, rng)
+    return rng.choice(exp_edges(str(a.dtype)), size=a.shape).astype(a.dtype)
+
+
+# the input sets tried after the normal ones, in this order (a set added later goes last:
+# the sets before it keep their values, which draw from one seeded generator in turn)
 DRAWN_SETS = (_decimal_like, _large_like, _integral_like, _constant_like, _overflowing_like,
-              _special_like)
+              _special_like, _exp_edge_like)
 # A drawn set tries one pool value per element, so a difference that only a few pairs of
 # pool values show needs more sets on tiny tensors: float16 floor_divide differs from
 # TIR's floor(a / b) on 10 of the decimal pool's 144 pairs (-1 // 0.1: numpy -11, TIR -10),

@@ -20,11 +20,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zero_pairs  # noqa: E402  (bench/ is not a package)
 
 
-def without_edges() -> None:
-    """Draw the sets tvtv drew before the exp-edge one."""
-    from tvtv import confirm
-    confirm.DRAWN_SETS = tuple(s for s in confirm.DRAWN_SETS if s is not confirm._exp_edge_like)
-
-
 if __name__ == "__main__":
-    zero_pairs.main(__file__, {"edges": None, "without": without_edges})
+    zero_pairs.main(__file__, {"edges": None,
+                              "without": zero_pairs.without_drawn_set("_exp_edge_like")})

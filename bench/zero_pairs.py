@@ -60,6 +60,16 @@ def _child(script: str, index: int, way: str, timeout: float) -> tuple[float, st
     return found["seconds"], found["verdict"]
 
 
+def without_drawn_set(name: str) -> Callable[[], None]:
+    """A way's setup: confirmation and testing draw their input sets without
+    `tvtv.confirm.<name>` (one of `confirm.DRAWN_SETS`), as tvtv did before it was added."""
+    def setup() -> None:
+        from tvtv import confirm
+        dropped = getattr(confirm, name)
+        confirm.DRAWN_SETS = tuple(s for s in confirm.DRAWN_SETS if s is not dropped)
+    return setup
+
+
 def main(script: str, ways: Ways, before: Callable[[], None] | None = None) -> None:
     """The command line of a two-way benchmark `script`: `--graphs N --timeout S`, or (in
     the checking process) `--one K --way NAME`. `before` runs first in the parent."""

@@ -24,7 +24,7 @@ from tvtv.encode.tir.interpreter import PrimFuncEncoder
 from tvtv.ir import tvm_bridge
 from tvtv.ir.tir_reader import read_prim_func
 
-DTYPES = ("float16", "float32", "float64")
+DTYPES = ("float16", "bfloat16", "float32", "float64")
 SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0]
 
 

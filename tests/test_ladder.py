@@ -140,7 +140,7 @@ def test_climbing_after_a_timeout_looks_at_the_undecided_terms():
     lam = z3.Lambda([i], dot(arr, arr))                # inside a lambda's body too
     assert abstractions_in([z3.Select(lam, z3.BitVecVal(0, 32)) == x]) == {DOT_NOTE}
     # nothing to refine: a timeout there is final, not a climb
-    opaque_uf, body_uf, body_sum, unrolled = LADDERS["auto"]
+    opaque_uf, body_uf, body_sum, unrolled = LADDERS["auto"][:4]
     assert not worth_climbing(body_uf, [body_sum, unrolled], abstractions_in([x * x == 2]))
 
 

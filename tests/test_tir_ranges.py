@@ -217,6 +217,31 @@ def test_fast_math_keeps_isinf_proved(op, dtype):
     assert r.verdict == "proved", r.to_dict()
 
 
+def test_ranges_are_not_stated_where_no_proof_needs_them():
+    """FuseTIR on `clip(x) * 2 + y`: both sides store a value with a proved range [-8, 8]
+    (the fused one and the unfused multiply's), and the check holds without stating it, so
+    it stays at the body rung. A stated range changes the target's terms (FuseTIR fuses a
+    clamp into arithmetic the source does unclamped): the ladder's last resort, not the
+    default."""
+    (r,) = tvtv.check_pass("FuseTIR", ClipScaleAdd, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+    assert ranges.RANGES_NOTE in r.levels, r.levels          # there was a range to state
+    assert not any("TIR value ranges: stated" in lv for lv in r.levels), r.levels
+
+
+@I.ir_module
+class ClipScaleAdd:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"),
+             y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        with R.dataflow():
+            a = R.clip(x, -4.0, 4.0)
+            b = R.multiply(a, R.const(2.0, "float32"))
+            c = R.add(b, y)
+            R.output(c)
+        return c
+
+
 def test_fast_erf_of_nan_is_a_number_refuted():
     """The twin of the NaN-free range: fast_erf clamps with `T.min(x, 4)`, which turns a NaN
     into 4, so `isnan(erf(x))` is changed by FastMathTransform (erf(NaN) = NaN). Refuted
@@ -310,5 +335,9 @@ def test_bounded_product_is_never_inf_and_overflowing_twin_is_refuted():
     (ok,) = tvtv.verify(NeverNaN, Bounded, timeout=20).results
     assert ok.verdict == "proved", ok.to_dict()
     assert not any(lv.startswith("fp: ieee") for lv in ok.levels), ok.levels
+    # the range is stated at the ladder's last rung, reached straight from the first one's
+    # unconfirmed counterexample (no dot product or sum for the rungs between to refine)
+    rungs = [lv for lv in ok.levels if lv.startswith("level: ")]
+    assert len(rungs) == 2 and rungs[-1].endswith("TIR value ranges: stated"), ok.levels
     (bad,) = tvtv.verify(NeverNaN, Overflowing, timeout=20).results
     assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()

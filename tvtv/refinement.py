@@ -37,9 +37,9 @@ from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.enclosures import enclosures
-from tvtv.encode.function import (FunctionEncoder, abstraction_level, abstractions_in, note_lines,
-                                  concrete_value, input_value, ladder, opaque_can_prove,
-                                  worth_climbing)
+from tvtv.encode.function import (Abstraction, FunctionEncoder, abstraction_level,
+                                  abstractions_in, note_lines, concrete_value, input_value, ladder,
+                                  opaque_can_prove, worth_climbing, worth_refining)
 from tvtv.encode.evaluate import libm_truth
 from tvtv.encode.probe import constant_difference, holds, probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx
@@ -929,11 +929,18 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
         executed.add(key)
         return execute(name, cex) is True
     rungs = ladder(options.tir)
+    # the rung climbed from and what its encoding abstracted (see the skip below)
+    climbed_from: tuple[Abstraction, set[str]] | None = None
     for rung_no, rung in enumerate(rungs):
         # abstraction ladder (mlir-tv §6.3): climb on an unconfirmed counterexample or a
         # timeout when the next rung makes precise what this one abstracted
         nxt = rungs[rung_no + 1] if rung_no + 1 < len(rungs) else None
         if rung.tir == "opaque" and nxt is not None and not opaque_can_prove(src_prog, tgt_prog):
+            continue
+        if climbed_from is not None and not worth_refining(climbed_from[0], rung, climbed_from[1]) \
+                and worth_climbing(climbed_from[0], rungs[rung_no + 1:], climbed_from[1]):
+            # this rung encodes alike what the last one abstracted (no dot product: "dot:
+            # sum of products" changes nothing), a later one refines it: go there
             continue
         levels.append("level: " + ", ".join(rung.describe()))
         if proved_parts:
@@ -967,6 +974,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         enc.notes if err.terms is None else abstractions_in(err.terms))
                     if worth_climbing(rung, rungs[rung_no + 1:], used):
                         levels.append("timed out: refining")
+                        climbed_from = (rung, used)
                         break
                     if abstract_cex is not None:
                         # the IEEE model could not decide: the abstract counterexample stands
@@ -1013,6 +1021,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         and worth_climbing(rung, rungs[rung_no + 1:], enc.notes):
                     levels.append("counterexample unconfirmed: refining")
                     climbed_past = cex
+                    climbed_from = (rung, set(enc.notes))
                     break
                 if fp == "abstract" and options.refine_to_ieee and cex.confirmed_ieee is not True:
                     fp = "ieee"   # the abstraction may have invented this difference: refine

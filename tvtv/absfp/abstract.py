@@ -428,6 +428,8 @@ class AbstractFloats(ScalarDomain):
         m = self.mag(h)
         return self.mk(self.sign(h), zf.If(z3.ULE(m, top), m, top))
 
+    states_ranges = True
+
     def bounded(self, a, bound: float, nan: bool = False):
         """`a` with a magnitude above `bound`'s (inf, and NaN unless `nan`) replaced by
         `bound`'s, sign kept: for a value a TIR range proof (`tvtv.encode.tir.ranges`) puts

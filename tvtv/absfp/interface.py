@@ -134,6 +134,9 @@ class ScalarDomain(ABC):
     def binary(self, fname: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         raise Unsupported(f"{fname} on {self.dtype}")
 
+    # True when `bounded` states something (the abstract model), so a range is worth a rung
+    states_ranges: bool = False
+
     def bounded(self, a: z3.ExprRef, bound: float, nan: bool = False) -> z3.ExprRef:
         """`a`, a value proved (outside the model) to be at most `bound` in magnitude or,
         only when `nan`, NaN, with that fact stated where the model would not know it. Exact

@@ -485,8 +485,7 @@ class PrimFuncEncoder:
                 else:
                     value = self.scalar(self.expr(store.value, env), buf.dtype)
                     if stored_range.finite and ranges.computes(store.value):
-                        value = self.ctx.dom(buf.dtype).bounded(value, stored_range.magnitude,
-                                                                stored_range.nan)
+                        value = self.stated_range(value, buf.dtype, stored_range)
             return value if z3.is_true(guard) else zf.If(guard, value, old_reader(ix))
 
         def flat(i: z3.BitVecRef) -> z3.ExprRef:
@@ -502,6 +501,19 @@ class PrimFuncEncoder:
                     if isinstance(dim, Loop) else size == 1 for dim, size in zip(dims, shape))
         if stored_range != ranges.TOP and whole:
             self.ranges[store.buffer] = (self.state[store.buffer], stored_range)
+
+    def stated_range(self, value: z3.ExprRef, dtype: str, r: ranges.Range) -> z3.ExprRef:
+        """`value`, a stored element whose range `r` the TIR proves, with the range stated
+        where the abstraction rung asks for it; elsewhere a note that it was not (the ladder
+        then climbs to that rung when a counterexample stays unconfirmed)."""
+        dom = self.ctx.dom(dtype)
+        if not dom.states_ranges:
+            return value
+        level = getattr(self.ctx, "abstraction", None)
+        if level is not None and level.ranges:
+            return dom.bounded(value, r.magnitude, r.nan)
+        self.ctx.notes.add(ranges.RANGES_NOTE)
+        return value
 
     def range_of(self, buffer: str) -> ranges.Range:
         """The range every element of `buffer` lies in now (`ranges.TOP`: nothing known)."""

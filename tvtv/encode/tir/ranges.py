@@ -8,7 +8,8 @@ functions, so the model admits an infinite or NaN result and cannot prove, e.g.,
 `expr_range` derives a `Range` of a stored expression from the TIR alone: a proof about the
 *concrete* program, which the interpreter then states in the float model
 (`ScalarDomain.bounded`: the abstract model clamps the value's magnitude to the bound, as it
-does for tanh's measured [-1, 1]).
+does for tanh's measured [-1, 1]) at the abstraction ladder's last rung, reached when the
+rungs before it leave a counterexample unconfirmed (`Abstraction.ranges`).
 
 `Range(lo, hi, nan)` means: on every input, the value is a number in [lo, hi] (as reals, so
 ±0 are both in [0, 0]) or, only when `nan`, NaN; lo and hi are values of the dtype, ±inf
@@ -75,6 +76,9 @@ class Range:
 
 # nothing known: any number, ±inf or NaN
 TOP = Range(-math.inf, math.inf, True)
+# the encoding note of a stored value whose range the rung did not state (the abstraction
+# ladder's last rung states it: `tvtv.encode.function.Abstraction.ranges`)
+RANGES_NOTE = "TIR value ranges: not stated"
 
 
 def _round(q: Fraction, dtype: str, up: bool) -> float:

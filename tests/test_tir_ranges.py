@@ -18,6 +18,7 @@ import tvtv
 from tvtv.absfp.abstract import AbstractModel
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.encode.context import EncodeContext
+from tvtv.encode.function import LADDERS, Abstraction
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.tir import ranges
 from tvtv.encode.tir.interpreter import PrimFuncEncoder
@@ -269,13 +270,15 @@ class NeverNaN:
         return y
 
 
-def test_fast_tanh_nan_flag_is_needed():
+def test_fast_tanh_nan_flag_is_needed(ranges_from_the_start):
     """fast_tanh keeps a NaN (`T.max(-9, T.min(9, x))`): `isnan(fast_tanh(x))` is not the
     always-false `x < x`. A range that dropped the NaN flag would clamp the NaN away in the
-    abstract model and prove this; it must be refuted, with a NaN input."""
+    abstract model and prove this; with the range stated it must be refuted, with a NaN
+    input."""
     mod = tvm_bridge.apply(relax.transform.FastMathTransform(), _isnan_tanh())
-    r = tvtv.verify(NeverNaN, mod, timeout=20).results[0]
+    r = tvtv.verify(NeverNaN, mod, timeout=20, tir=ranges_from_the_start).results[0]
     assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
+    assert any(lv.endswith("TIR value ranges: stated") for lv in r.levels), r.levels
     assert np.isnan(np.asarray(r.counterexample.inputs["x"])).any()
 
 
@@ -341,3 +344,124 @@ def test_bounded_product_is_never_inf_and_overflowing_twin_is_refuted():
     assert len(rungs) == 2 and rungs[-1].endswith("TIR value ranges: stated"), ok.levels
     (bad,) = tvtv.verify(NeverNaN, Overflowing, timeout=20).results
     assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
+
+
+BOUNDED_INTRINSICS = ("tanh", "erf", "sigmoid", "sin", "cos")
+
+
+def _scaled_intrinsic(fn: str, dtype: str, n: int, factors: tuple[str, ...],
+                      test: str | None = None) -> tvm.IRModule:
+    """`main(x)` calling a PrimFunc that stores `T.fn(x) * f1 * f2 ...`, then `test`
+    (isinf, isnan) on it when given."""
+    product = " * ".join([f"T.{fn}(x[v])"] + [f'T.{dtype}({f})' for f in factors])
+    out = "bool" if test else dtype
+    tail = (f"            z = R.{test}(y)\n            R.output(z)\n        return z" if test
+            else "            R.output(y)\n        return y")
+    src = f"""
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def scaled(x: T.Buffer((T.int64({n}),), "{dtype}"), out: T.Buffer((T.int64({n}),), "{dtype}")):
+        for i in range(T.int64({n})):
+            with T.sblock("out"):
+                v = T.axis.spatial(T.int64({n}), i)
+                out[v] = {product}
+
+    @R.function
+    def main(x: R.Tensor(({n},), "{dtype}")) -> R.Tensor(({n},), "{out}"):
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.scaled, (x,), out_ty=R.Tensor(({n},), "{dtype}"))
+{tail}
+"""
+    return tvm.script.from_source(src)
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16", "float32"))
+@pytest.mark.parametrize("name", BOUNDED_INTRINSICS)
+def test_intrinsic_ranges_hold_on_special_and_random_values(name, dtype):
+    """`intrinsic` against numpy (math.erf for erf) in the dtype: every result of an operand
+    in the range is inside, NaN only where the flag allows it (a NaN operand; ±inf for sin
+    and cos); float64 and unbounded functions (exp) know nothing."""
+    ref = {"tanh": np.tanh, "sin": np.sin, "cos": np.cos,
+           "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+           "erf": np.vectorize(lambda v: math.erf(v) if not math.isnan(v) else math.nan)}[name]
+    nd = numpy_dtype(dtype)
+    rng = np.random.default_rng(3)
+    operands = [ranges.TOP, ranges.Range(-5.0, 5.0, False), ranges.Range(-5.0, 5.0, True),
+                ranges.Range(-math.inf, math.inf, False), ranges.Range(0.0, math.inf, False)]
+    for a in operands:
+        r = ranges.intrinsic(name, a, dtype)
+        assert r.finite and r.hi == 1.0 and r.lo == (0.0 if name == "sigmoid" else -1.0)
+        xs = _draw(a, 200, rng, nd) if a.finite else np.concatenate(
+            [_draw(ranges.Range(max(a.lo, -1e4), min(a.hi, 1e4), a.nan), 200, rng, nd),
+             [v for v in (np.inf, -np.inf) if a.lo <= v <= a.hi]]).astype(nd)
+        with np.errstate(all="ignore"):
+            ys = np.asarray(ref(xs.astype(np.float64))).astype(nd).astype(np.float64)
+        assert all(_inside(r, float(y)) for y in ys), (a, r, ys[[not _inside(r, float(y)) for y in ys]])
+        # the NaN flag is needed exactly where numpy gives a NaN
+        assert r.nan == bool(np.isnan(ys).any()), (a, r)
+    assert ranges.intrinsic(name, ranges.Range(-5.0, 5.0, False), "float64") == ranges.TOP
+    assert ranges.intrinsic("exp", ranges.Range(-5.0, 5.0, False), dtype) == ranges.TOP
+
+
+# T.erf has no float16 CPU code (LLVM: "unknown intrinsic tirx.erf"; LegalizeOps computes
+# float16 erf otherwise), so erf runs in float32 on a sample
+@pytest.mark.parametrize("name,dtype", [(n, "float16") for n in BOUNDED_INTRINSICS if n != "erf"]
+                         + [("erf", "float32"), ("sin", "float32")])
+def test_intrinsic_product_ranges_hold_on_the_vm(name, dtype):
+    """`T.fn(x) * 3` on the TVM VM for every float16 input (2^16 float32 bit patterns with
+    the special values and ±FLT_MAX): inside the range the interpreter derives for the
+    store (NaN only with the flag)."""
+    if dtype == "float16":
+        xs = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    else:
+        rng = np.random.default_rng(11)
+        big = float(np.finfo(np.float32).max)
+        xs = np.concatenate([rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32)
+                             .view(np.float32), np.array(SPECIALS + [big, -big], np.float32)])
+    n = len(xs)
+    mod = _scaled_intrinsic(name, dtype, n, ("3.0",))
+    pf = read_prim_func("scaled", mod["scaled"])
+    ctx = EncodeContext(AbstractModel(8))
+    enc = PrimFuncEncoder(ctx, pf)
+    enc.run([Tensor.variable("x", (n,), dtype, ctx.dom(dtype))], 1)
+    r = enc.range_of(pf.params[-1].id)
+    assert r.finite and r.nan, r                 # [-3, 3] (sigmoid [0, 3]), NaN for NaN x
+    (out,) = tvm_bridge.run_vm(mod, "main", [xs])
+    bad = [(float(x), float(y)) for x, y in zip(xs, out) if not _inside(r, float(y))]
+    assert not bad, (r, bad[:5])
+
+
+@pytest.mark.parametrize("name", ("tanh", "sigmoid"))
+def test_bounded_intrinsic_product_is_never_inf_and_overflowing_twin_is_refuted(name):
+    """`isinf(fn(x) * 1e37 * 2)` against the always-false `x < x`: proved with the range the
+    intrinsic's measured bound gives; its twin `fn(x) * 1e38 * 10` does overflow (fn(x) near
+    ±1) and is refuted, shown on the VM."""
+    (ok,) = tvtv.verify(NeverNaN, _scaled_intrinsic(name, "float32", 3, ("1e37", "2.0"), "isinf"),
+                        timeout=20).results
+    assert ok.verdict == "proved", ok.to_dict()
+    assert any(lv.endswith("TIR value ranges: stated") for lv in ok.levels), ok.levels
+    (bad,) = tvtv.verify(NeverNaN, _scaled_intrinsic(name, "float32", 3, ("1e38", "10.0"), "isinf"),
+                         timeout=20).results
+    assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
+
+
+@pytest.fixture
+def ranges_from_the_start(monkeypatch):
+    """The "body" ladder as its ranges rung alone: a check reaches that rung only after an
+    unconfirmed counterexample, so a twin refuted on the first rung would never test what the
+    stated range says. Used as `tir="body"`."""
+    monkeypatch.setitem(LADDERS, "body", (Abstraction("body", "sum", unroll=True, ranges=True),))
+    return "body"
+
+
+def test_sin_of_infinity_keeps_the_nan_flag(ranges_from_the_start):
+    """sin(±inf) is NaN: `isnan(sin(x) * 2)` is not the always-false `x < x`. With the range
+    stated, one without the NaN flag for an infinite operand would clamp it away and prove
+    this; it must be refuted, with an infinite (or NaN) input."""
+    (r,) = tvtv.verify(NeverNaN, _scaled_intrinsic("sin", "float32", 3, ("2.0",), "isnan"),
+                       timeout=20, tir=ranges_from_the_start).results
+    assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
+    assert any(lv.endswith("TIR value ranges: stated") for lv in r.levels), r.levels
+    assert not np.isfinite(np.asarray(r.counterexample.inputs["x"])).all()

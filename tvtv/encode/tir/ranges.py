@@ -36,8 +36,14 @@ allowed. `TOP` is nothing known. How each is derived, and why it is sound:
   two independent factors in [-4, 4] would give [-16, 16], a denominator range holding 0.
 - A cast between float dtypes rounds monotonically too.
 - `Select` and `if_then_else` give one of their branches: the union of both ranges.
+- An intrinsic with a measured bound (`tvtv.absfp.special.UnaryRule.bound`: tanh, erf, sin,
+  cos in [-1, 1], sigmoid in [0, 1]; run on every finite input in float16, bfloat16 and
+  float32 on TVM's CPU code, never NaN there; float64 has none) lies in that bound, or is
+  NaN where its operand may be (a NaN operand) or may be ±inf where the function is NaN
+  (sin, cos; tanh, erf, sigmoid of ±inf are ±1, 0 or 1, in the bound).
 
-Anything else (a load from a tensor the PrimFunc did not compute, an intrinsic) is `TOP`; a
+Anything else (a load from a tensor the PrimFunc did not compute, another intrinsic) is
+`TOP`; a
 buffer written whole by one store keeps its value's range for later loads (`PrimFuncEncoder`).
 `tests/test_tir_ranges.py` checks every derived range against numpy and against the TVM VM
 on every float16 input of FastMathTransform's functions.
@@ -51,6 +57,7 @@ from typing import Callable
 
 import numpy as np
 
+from tvtv.absfp import special
 from tvtv.absfp.dtypes import FLOAT_FORMATS, is_float, numpy_dtype
 from tvtv.ir import tir as T
 
@@ -193,7 +200,22 @@ def expr_range(e: T.Expr, buffer_range: Callable[[str], Range]) -> Range:
         return union(expr_range(e.true_value, buffer_range), expr_range(e.false_value, buffer_range))
     if isinstance(e, T.Cast):
         return cast(expr_range(e.value, buffer_range), e.dtype)
+    if isinstance(e, T.Call) and len(e.args) == 1:
+        return intrinsic(e.name, expr_range(e.args[0], buffer_range), e.dtype)
     return TOP
+
+
+def intrinsic(name: str, a: Range, dtype: str) -> Range:
+    """The range of the unary intrinsic `name` on an operand in `a`, from the bound measured
+    on TVM's CPU code (`special.bound`; `TOP` where there is none)."""
+    rule = special.UNARY_RULES.get(name)
+    b = special.bound(rule, dtype) if rule is not None else None
+    if b is None:
+        return TOP
+    # NaN in, NaN out (every rule's "nan" special); ±inf in: the rule's value there
+    at_inf = [rule.specials[k] for k in ("+inf", "-inf")]
+    nan = a.nan or (not a.finite and any(isinstance(v, float) and math.isnan(v) for v in at_inf))
+    return Range(0.0 if rule.nonneg else -b, b, nan)
 
 
 def computes(e: T.Expr) -> bool:

@@ -157,6 +157,58 @@ def test_draws_per_set_shrink_with_the_largest_input():
     assert confirm.draws_per_set([]) == confirm.MAX_DRAWS
 
 
+def test_testing_draws_follow_the_smallest_input():
+    """Searching by testing draws each set until the smallest input met about
+    `DRAWN_ELEMENTS` values (a one-element input beside a large one: `MAX_DRAWS`), where
+    confirmation keeps one draw (`draws_per_set`)."""
+    one, big = np.zeros((1,), "float32"), np.zeros((8, 8), "float32")
+    assert confirm.testing_draws([one, big]) == confirm.MAX_DRAWS
+    assert confirm.testing_draws([np.zeros((4,)), big]) == confirm.DRAWN_ELEMENTS // 4
+    assert confirm.testing_draws([big, big]) == 1
+    like = [one, big]
+    n = len(confirm.input_sets(like, draws=confirm.testing_draws(like)))
+    assert n == confirm.RANDOM_SETS + confirm.MAX_DRAWS * len(confirm.DRAWN_SETS)
+
+
+# Isra seed 23 graph 7's parameter shapes (the seeded draws depend on all of them)
+GRAPH7_SHAPES = [(1,), (1, 1, 4, 1, 4), (1, 1, 1), (4, 3, 1, 2), (4, 3, 1, 1), (3, 5, 2, 4, 2)]
+
+
+def _exp_of_a_scalar_beside_a_large_input():
+    """`(exp(x0), x5 * 2)` with Isra seed 23 graph 7's parameters: x0 of one element, x5 of
+    240."""
+    bb = relax.BlockBuilder()
+    xs = [relax.Var(f"x{i}", relax.TensorType(s, "float32")) for i, s in enumerate(GRAPH7_SHAPES)]
+    with bb.function("main", xs):
+        e = bb.emit(relax.op.exp(xs[0]))
+        m = bb.emit(relax.op.multiply(xs[5], relax.const(2.0, "float32")))
+        bb.emit_func_output(relax.Tuple([e, m]))
+    return bb.get()
+
+
+@pytest.mark.parametrize("draws,found", [(None, True), (1, False)], ids=["smallest", "one-draw"])
+def test_testing_finds_fast_exp_on_a_one_element_input(monkeypatch, draws, found):
+    """FastMathTransform's fast_exp differs from exp on most arguments but not all; a
+    one-element x0 beside a 240-element input met one value per drawn set before, ten in
+    all, on which the two agree (the twin, measured), and the search ended with nothing
+    shown. Drawn until x0 met about 64 values, it shows a difference, on the VM too."""
+    if draws is not None:
+        monkeypatch.setattr(confirm, "testing_draws", lambda like: draws)
+    src = _exp_of_a_scalar_beside_a_large_input()
+    tgt = relax.transform.FastMathTransform()(src)
+    params = [(f"x{i}", shape, "float32") for i, shape in enumerate(GRAPH7_SHAPES)]
+    got = confirm.search_by_testing(src, tgt, "main", params)
+    assert (got is not None) is found, got
+    if found:
+        cex, how = got
+        assert how.by == "ieee-spec-cpu" and cex.output == 0, (cex, how)
+        x0 = cex.inputs["x0"]
+        args = [cex.inputs[f"x{i}"] for i in range(len(GRAPH7_SHAPES))]
+        (a, _), (b, _) = (tvm_bridge.run_vm(relax.transform.LegalizeOps()(m), "main", args)
+                          for m in (src, tgt))
+        assert a.tobytes() != b.tobytes(), (x0, a, b)
+
+
 def test_a_pass_that_keeps_gelu_tanh_is_not_blamed_for_its_legalization():
     """Source and target both hold the Relax gelu_tanh (a pass that left it alone): the VM
     runs its legalization on both sides, whose rounding differs from the specification, but

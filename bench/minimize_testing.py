@@ -18,14 +18,14 @@ The machines are shared and noisy: compare the two ways within one run.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from generated import generated_graphs  # noqa: E402  (bench/generated.py)
 
 
 def minimize_both(path: Path, pass_name: str) -> None:
@@ -62,13 +62,9 @@ def main() -> None:
     ap.add_argument("--pass", dest="pass_name", default="LegalizeOps")
     args = ap.parse_args()
     indices = [int(k) for k in args.graphs.split(",")]
-    with tempfile.TemporaryDirectory(prefix="tvtv-graphs-") as tmp:
-        folder = Path(tmp)
-        subprocess.run([sys.executable, "-m", "tvtv", "generate", "--generator", args.generator,
-                        "--graphs", str(max(indices) + 1), "--seed", str(args.seed), "--out",
-                        str(folder)], check=True, capture_output=True, cwd=ROOT)
+    with generated_graphs(args.generator, args.seed, max(indices) + 1) as graph:
         for k in indices:
-            minimize_both(folder / f"{args.generator}_{args.seed}_{k}.py", args.pass_name)
+            minimize_both(graph(k), args.pass_name)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from generated import generated_graphs  # noqa: E402  (bench/generated.py)
 
 TEMPLATE = """
 @I.ir_module
@@ -83,14 +83,9 @@ def main() -> None:
         ratios.append(check_both(f"isinf({op}) {dtype}", module, args.timeout, len(ratios) % 2 == 1))
     indices = [int(k) for k in args.graphs.split(",") if k]
     if indices:
-        with tempfile.TemporaryDirectory(prefix="tvtv-graphs-") as tmp:
-            folder = Path(tmp)
-            subprocess.run([sys.executable, "-m", "tvtv", "generate", "--generator", args.generator,
-                            "--graphs", str(max(indices) + 1), "--seed", str(args.seed), "--out",
-                            str(folder)], check=True, capture_output=True, cwd=ROOT)
+        with generated_graphs(args.generator, args.seed, max(indices) + 1) as graph:
             for k in indices:
-                name = f"{args.generator}_{args.seed}_{k}"
-                ratios.append(check_both(name, tvm_bridge.load_module(folder / f"{name}.py"),
+                ratios.append(check_both(graph(k).stem, tvm_bridge.load_module(graph(k)),
                                          args.timeout, len(ratios) % 2 == 1))
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"geometric mean of the time ratios (ranges / none): {geo:.3f}")

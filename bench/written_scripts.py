@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from generated import generated_graphs  # noqa: E402  (bench/generated.py)
+
 # the seed-0 graphs FuseTIR without assumptions shows a counterexample on (2026-12-04, at ba055c5 and after)
 DEFAULT_GRAPHS = "6,12,19,20,25,27"
 
@@ -81,16 +83,13 @@ def main() -> None:
         print(json.dumps(one(Path(args.one), Path(args.out), args.way == "memo")))
         return
     indices = [int(k) for k in args.graphs.split(",")]
-    with tempfile.TemporaryDirectory(prefix="tvtv-graphs-") as tmp:
-        folder = Path(tmp)
-        subprocess.run([sys.executable, "-m", "tvtv", "generate", "-n", str(max(indices) + 1),
-                        "--seed", "0", "--out", str(folder)], check=True, capture_output=True, cwd=ROOT)
+    with generated_graphs("simple", 0, max(indices) + 1) as path_of:
         totals = {"memo": 0.0, "none": 0.0}
         ratios: list[float] = []
         differ = 0
         print(f"\n{'graph':>6} {'memo s':>9} {'none s':>9}  verdicts (memo / none)")
         for n, k in enumerate(indices):
-            graph = folder / f"simple_0_{k}.py"
+            graph = path_of(k)
             if n % 2:
                 u, w = _child(graph, False, args.timeout)
                 t, v = _child(graph, True, args.timeout)

@@ -166,6 +166,17 @@ def _unary(op: str, dtype: str, n: int) -> tvm.IRModule:
     return _module([op], dtype, n)
 
 
+def _vm_inputs(dtype: str, seed: int) -> np.ndarray:
+    """Every float16 bit pattern; in float32, 2^16 random bit patterns with the special
+    values and ±FLT_MAX."""
+    if dtype == "float16":
+        return np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    rng = np.random.default_rng(seed)
+    big = float(np.finfo(np.float32).max)
+    return np.concatenate([rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32)
+                           .view(np.float32), np.array(SPECIALS + [big, -big], np.float32)])
+
+
 def _fast_range(op: str, dtype: str) -> tuple[tvm.IRModule, ranges.Range]:
     """The FastMathTransform'd module of `op` and the range the encoder derives for the
     output of its fast_<op> PrimFunc."""
@@ -188,13 +199,7 @@ def test_fast_math_ranges_hold_on_the_vm(op, dtype, nan):
     _, r = _fast_range(op, dtype)
     assert r.finite and r.nan is nan, r
     nd = numpy_dtype(dtype)
-    if dtype == "float16":
-        xs = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    else:
-        rng = np.random.default_rng(5)
-        big = float(np.finfo(np.float32).max)
-        xs = np.concatenate([rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32)
-                             .view(np.float32), np.array(SPECIALS + [big, -big], np.float32)])
+    xs = _vm_inputs(dtype, seed=5)
     n = len(xs)
     mod = tvm_bridge.apply(relax.transform.FastMathTransform(), _unary(op, dtype, n))
     (out,) = tvm_bridge.run_vm(mod, "main", [xs.astype(nd)])
@@ -286,48 +291,17 @@ def _isnan_tanh() -> tvm.IRModule:
     return _module(["tanh", "isnan"], "float32", 3)
 
 
-@I.ir_module
-class Overflowing:
-    """A clamp whose polynomial does overflow: [-4, 4] * 1e38 * 10 passes FLT_MAX."""
-
-    @T.prim_func(private=True, s_tir=True)
-    def scaled(x: T.Buffer((T.int64(3),), "float32"), out: T.Buffer((T.int64(3),), "float32")):
-        for i in range(T.int64(3)):
-            with T.sblock("out"):
-                v = T.axis.spatial(T.int64(3), i)
-                out[v] = T.max(T.min(x[v], T.float32(4.0)), T.float32(-4.0)) * T.float32(1e38) \
-                    * T.float32(10.0)
-
-    @R.function
-    def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "bool"):
-        cls = Overflowing
-        with R.dataflow():
-            y = R.call_tir(cls.scaled, (x,), out_ty=R.Tensor((3,), "float32"))
-            z = R.isinf(y)
-            R.output(z)
-        return z
+CLAMP = "T.max(T.min(x[v], T.float32(4.0)), T.float32(-4.0))"
 
 
-@I.ir_module
-class Bounded:
-    """The same with a factor that keeps it finite: [-4, 4] * 1e37 * 2 < FLT_MAX."""
+def _bounded() -> tvm.IRModule:
+    """`isinf(clamp(x) * 1e37 * 2)`: [-4, 4] * 1e37 * 2 < FLT_MAX, never inf."""
+    return _scaled(CLAMP, "float32", 3, ("1e37", "2.0"), "isinf")
 
-    @T.prim_func(private=True, s_tir=True)
-    def scaled(x: T.Buffer((T.int64(3),), "float32"), out: T.Buffer((T.int64(3),), "float32")):
-        for i in range(T.int64(3)):
-            with T.sblock("out"):
-                v = T.axis.spatial(T.int64(3), i)
-                out[v] = T.max(T.min(x[v], T.float32(4.0)), T.float32(-4.0)) * T.float32(1e37) \
-                    * T.float32(2.0)
 
-    @R.function
-    def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "bool"):
-        cls = Bounded
-        with R.dataflow():
-            y = R.call_tir(cls.scaled, (x,), out_ty=R.Tensor((3,), "float32"))
-            z = R.isinf(y)
-            R.output(z)
-        return z
+def _overflowing() -> tvm.IRModule:
+    """`isinf(clamp(x) * 1e38 * 10)`: [-4, 4] * 1e38 * 10 passes FLT_MAX."""
+    return _scaled(CLAMP, "float32", 3, ("1e38", "10.0"), "isinf")
 
 
 def test_bounded_product_is_never_inf_and_overflowing_twin_is_refuted():
@@ -335,14 +309,14 @@ def test_bounded_product_is_never_inf_and_overflowing_twin_is_refuted():
     model (without the range it takes the IEEE model), while the twin whose bound passes
     FLT_MAX gets no range and is refuted, shown on the VM (any x above 0.3403:
     x * 1e38 * 10 > FLT_MAX)."""
-    (ok,) = tvtv.verify(NeverNaN, Bounded, timeout=20).results
+    (ok,) = tvtv.verify(NeverNaN, _bounded(), timeout=20).results
     assert ok.verdict == "proved", ok.to_dict()
     assert not any(lv.startswith("fp: ieee") for lv in ok.levels), ok.levels
     # the range is stated at the ladder's last rung, reached straight from the first one's
     # unconfirmed counterexample (no dot product or sum for the rungs between to refine)
     rungs = [lv for lv in ok.levels if lv.startswith("level: ")]
     assert len(rungs) == 2 and rungs[-1].endswith("TIR value ranges: stated"), ok.levels
-    (bad,) = tvtv.verify(NeverNaN, Overflowing, timeout=20).results
+    (bad,) = tvtv.verify(NeverNaN, _overflowing(), timeout=20).results
     assert bad.verdict == "counterexample" and bad.confirmed, bad.to_dict()
 
 
@@ -353,7 +327,14 @@ def _scaled_intrinsic(fn: str, dtype: str, n: int, factors: tuple[str, ...],
                       test: str | None = None) -> tvm.IRModule:
     """`main(x)` calling a PrimFunc that stores `T.fn(x) * f1 * f2 ...`, then `test`
     (isinf, isnan) on it when given."""
-    product = " * ".join([f"T.{fn}(x[v])"] + [f'T.{dtype}({f})' for f in factors])
+    return _scaled(f"T.{fn}(x[v])", dtype, n, factors, test)
+
+
+def _scaled(operand: str, dtype: str, n: int, factors: tuple[str, ...],
+            test: str | None = None) -> tvm.IRModule:
+    """`main(x)` calling a PrimFunc that stores `operand * f1 * f2 ...` (`operand` in TVMScript,
+    of `x[v]`), then `test` (isinf, isnan) on it when given."""
+    product = " * ".join([operand] + [f'T.{dtype}({f})' for f in factors])
     out = "bool" if test else dtype
     tail = (f"            z = R.{test}(y)\n            R.output(z)\n        return z" if test
             else "            R.output(y)\n        return y")
@@ -413,13 +394,7 @@ def test_intrinsic_product_ranges_hold_on_the_vm(name, dtype):
     """`T.fn(x) * 3` on the TVM VM for every float16 input (2^16 float32 bit patterns with
     the special values and ±FLT_MAX): inside the range the interpreter derives for the
     store (NaN only with the flag)."""
-    if dtype == "float16":
-        xs = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    else:
-        rng = np.random.default_rng(11)
-        big = float(np.finfo(np.float32).max)
-        xs = np.concatenate([rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32)
-                             .view(np.float32), np.array(SPECIALS + [big, -big], np.float32)])
+    xs = _vm_inputs(dtype, seed=11)
     n = len(xs)
     mod = _scaled_intrinsic(name, dtype, n, ("3.0",))
     pf = read_prim_func("scaled", mod["scaled"])

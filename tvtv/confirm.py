@@ -253,10 +253,15 @@ DRAWN_ELEMENTS = 64
 MAX_DRAWS = 32
 
 
+def _draws_for(elements: int) -> int:
+    """Draws of each set until an input of `elements` met about `DRAWN_ELEMENTS` values,
+    at least one, at most `MAX_DRAWS`."""
+    return max(1, min(MAX_DRAWS, -(-DRAWN_ELEMENTS // max(elements, 1))))
+
+
 def draws_per_set(inputs: list[Any]) -> int:
     """How many times each of `DRAWN_SETS` is drawn for these inputs (see DRAWN_ELEMENTS)."""
-    largest = max((np.asarray(a).size for a in inputs), default=1)
-    return max(1, min(MAX_DRAWS, -(-DRAWN_ELEMENTS // max(largest, 1))))
+    return _draws_for(max((np.asarray(a).size for a in inputs), default=1))
 
 
 def testing_draws(inputs: list[Any]) -> int:
@@ -268,8 +273,7 @@ def testing_draws(inputs: list[Any]) -> int:
     and ended `unknown`; with 32 draws a difference shows in 6 s (`exp(1.1532067)`). The
     search is bounded by its budget and goes round by round, so more draws cost time only
     where nothing shows; the confirmation of a counterexample keeps `draws_per_set`."""
-    smallest = min((np.asarray(a).size for a in inputs), default=1)
-    return max(1, min(MAX_DRAWS, -(-DRAWN_ELEMENTS // max(smallest, 1))))
+    return _draws_for(min((np.asarray(a).size for a in inputs), default=1))
 
 
 def _admissible(a: np.ndarray, assume: tuple[str, ...], rng: np.random.Generator) -> np.ndarray:

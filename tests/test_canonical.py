@@ -80,7 +80,7 @@ def _legalized_pair_differences(build) -> tuple[int, int]:
     from tvm import relax
 
     from tvtv import refinement
-    from tvtv.encode.function import abstraction_level, ladder
+    from tvtv.encode.abstraction import abstraction_level, ladder
     from tvtv.ir import relax_reader
     mod = build()
     tgt = relax.transform.LegalizeOps()(mod)
@@ -134,7 +134,8 @@ def _max_row(fp: str, assume: tuple[str, ...]):
     """The Relax max over a row of 16 and its legalized loop (init -FLT_MAX), encoded."""
     from tvm import relax
 
-    from tvtv.encode.function import Abstraction, abstraction_level, operator_lemmas
+    from tvtv.encode.abstraction import Abstraction, abstraction_level
+    from tvtv.encode.function import operator_lemmas
     from tvtv.ir import relax_reader, tvm_bridge
     from tvtv.refinement import _RUN, Options, _encode
     bb = relax.BlockBuilder()
@@ -261,7 +262,8 @@ def legalized_elements(build) -> list[z3.ExprRef]:
     from tvm import relax
 
     from tvtv import refinement
-    from tvtv.encode.function import abstraction_level, ladder, operator_lemmas
+    from tvtv.encode.abstraction import abstraction_level, ladder
+    from tvtv.encode.function import operator_lemmas
     from tvtv.ir import relax_reader
     mod = build()
     tgt = relax.transform.LegalizeOps()(mod)

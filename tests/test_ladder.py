@@ -16,7 +16,7 @@ from tvm.script import relax as R
 
 import tvtv
 from tvtv.api import IEEE_TIMED_OUT, _demote_unshown
-from tvtv.encode.function import LADDERS, Abstraction, worth_climbing, worth_refining
+from tvtv.encode.abstraction import LADDERS, worth_climbing, worth_refining
 from tvtv.encode.reduction import DOT_NOTE
 from tvtv.report import Counterexample, Result
 
@@ -126,8 +126,7 @@ def test_a_difference_only_some_uninterpreted_function_makes_is_unknown():
 def test_climbing_after_a_timeout_looks_at_the_undecided_terms():
     import z3
 
-    from tvtv.encode.function import OPAQUE_NOTE
-    from tvtv.encode.function import abstractions_in
+    from tvtv.encode.abstraction import OPAQUE_NOTE, abstractions_in
     x = z3.BitVec("x", 8)
     arr = z3.Array("a", z3.BitVecSort(32), z3.BitVecSort(8))
     dot = z3.Function("dot_float32_3", arr.sort(), arr.sort(), z3.BitVecSort(8))

@@ -21,7 +21,7 @@ import z3
 
 from tests.test_ops_window import legalized, mutate
 from tvtv import refinement as RF
-from tvtv.encode.function import Abstraction, abstraction_level
+from tvtv.encode.abstraction import Abstraction, abstraction_level
 from tvtv.encode.probe import probe
 from tvtv.ir import relax_reader
 from tvtv.report import Counterexample

@@ -18,7 +18,7 @@ import tvtv
 from tvtv.absfp.abstract import AbstractModel
 from tvtv.absfp.dtypes import numpy_dtype
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.function import LADDERS, Abstraction
+from tvtv.encode.abstraction import LADDERS, Abstraction
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.tir import ranges
 from tvtv.encode.tir.interpreter import PrimFuncEncoder

@@ -18,7 +18,7 @@ from tvm.script import relax as R
 
 import tvtv
 from tvtv import refinement as RF
-from tvtv.encode.function import Abstraction, abstraction_level
+from tvtv.encode.abstraction import Abstraction, abstraction_level
 from tvtv.ir import tvm_bridge
 from tvtv.ir.relax_reader import read_module
 

@@ -335,7 +335,8 @@ def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool =
     made a constant (`tvtv.encode.evaluate.materialize`)."""
     from tvtv.absfp.ieee import IEEEModel
     from tvtv.encode.context import EncodeContext
-    from tvtv.encode.function import Abstraction, FunctionEncoder, concrete_value
+    from tvtv.encode.abstraction import Abstraction
+    from tvtv.encode.function import FunctionEncoder, concrete_value
     from tvtv.ir import relax_reader
 
     prog = relax_reader.read_module(module)
@@ -738,7 +739,7 @@ def _confirm_in_real(before: Any, after: Any, fname: str, param_names: list[str]
     (relatively). Under per-operation a drawn set must not be poison (`_replacement_filter`)
     and the solver's run is judged afterwards, as for every counterexample
     (`tvtv.api._demote_poisoned`); op-rounding means nothing here."""
-    from tvtv.encode.function import Abstraction, abstraction_level
+    from tvtv.encode.abstraction import Abstraction, abstraction_level
     from tvtv.ir import relax_reader
     from tvtv.refinement import _RUN, Options, _encoded_at, separates
 

@@ -5,7 +5,7 @@ module after the prerequisites, the target is that module after the pass.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from tvtv.errors import InputError

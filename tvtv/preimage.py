@@ -32,7 +32,8 @@ from tvtv.absfp.ieee import IEEEModel
 from tvtv.confirm import py_value
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.evaluate import _IEEE_UF
-from tvtv.encode.function import Abstraction, FunctionEncoder, input_value
+from tvtv.encode.abstraction import Abstraction
+from tvtv.encode.function import FunctionEncoder, input_value
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.values import flatten
 from tvtv.errors import TvtvError

@@ -37,9 +37,10 @@ from tvtv.absfp.width import float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.enclosures import enclosures
-from tvtv.encode.function import (Abstraction, FunctionEncoder, abstraction_level,
-                                  abstractions_in, note_lines, concrete_value, input_value, ladder,
-                                  opaque_can_prove, worth_climbing, worth_refining)
+from tvtv.encode.abstraction import (Abstraction, abstraction_level, abstractions_in, ladder,
+                                     worth_climbing, worth_refining)
+from tvtv.encode.function import (FunctionEncoder, concrete_value, input_value, note_lines,
+                                  opaque_can_prove)
 from tvtv.encode.evaluate import libm_truth
 from tvtv.encode.probe import constant_difference, holds, probe
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx
@@ -80,7 +81,7 @@ class Options:
     solver: str = "z3"
     assume: tuple[str, ...] = ()
     reassociate: bool = True
-    # abstraction ladder (tvtv.encode.function.LADDERS): "auto" = opaque call_tir and dot
+    # abstraction ladder (tvtv.encode.abstraction.LADDERS): "auto" = opaque call_tir and dot
     # functions first, then PrimFunc bodies, sums of products, unrolled small sums
     tir: str = "auto"
     # seconds for the whole check of one function (every query, rung and float model), or

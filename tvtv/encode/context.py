@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -10,6 +10,9 @@ from tvtv.absfp.interface import FloatModel, ScalarDomain
 from tvtv import z3context
 from tvtv import z3fast as zf
 from tvtv.encode.tensor import close_over_live_indices
+
+if TYPE_CHECKING:    # (abstraction imports reduction, which imports this module)
+    from tvtv.encode.abstraction import Abstraction
 
 
 @dataclass
@@ -49,6 +52,10 @@ class EncodeContext:
     # constant tensor when its elements evaluate, `tvtv.encode.evaluate.materialize`), so a
     # later element is simplified over constants, not over the whole history of lambdas
     materialize: Any = None
+    # the ladder's rung being encoded (`tvtv.encode.abstraction`), set by the FunctionEncoder:
+    # read by reductions (dot as a function, unrolled sums) and by the TIR encoder (stated
+    # ranges); None outside one: dots as sums of products, sums not unrolled, ranges not stated
+    abstraction: Abstraction | None = None
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

@@ -11,22 +11,18 @@ proved equal to a Relax operator on inputs of these types) is encoded as that op
 """
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 import z3
 
 from tvtv import z3fast as zf
-from tvtv import z3raw
 from tvtv.absfp.dtypes import check_supported
 from tvtv.encode import registry
+from tvtv.encode.abstraction import OPAQUE_NOTE, Abstraction, current_level, opaque_uf_name
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.reduction import DOT_NOTE, SUM_NOTE
-from tvtv.encode.tir.ranges import RANGES_NOTE
 from tvtv.encode.tensor import INDEX, Tensor
 from tvtv.encode.tir import encode_prim_func
 from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor
@@ -35,128 +31,6 @@ from tvtv.ir import program as P
 from tvtv.ir.relax_reader import UNSUPPORTED_ATTR
 
 MAX_INLINE_DEPTH = 32
-OPAQUE_NOTE = "call_tir opaque"
-
-
-@dataclass(frozen=True)
-class Abstraction:
-    """One rung of the abstraction ladder (mlir-tv §6.3), coarse to precise:
-    `tir`: "opaque" (call_tir as an uninterpreted function) or "body" (the PrimFunc's body);
-    `dot`: "uf" (a dot product as its own commutative function) or "sum" (sum of products);
-    `unroll`: small float sums unrolled into chains of additions (the loop's order);
-    `ranges`: the ranges the TIR proves for stored values (`tvtv.encode.tir.ranges`) stated
-    in the abstract model. Last, because a stated range changes the target's term where the
-    source builds the same value without one (a clamp fused into arithmetic by FuseTIR):
-    measured on FuseTIR seed 0 with ranges on every rung, one graph timed out that is proved
-    in under a second without."""
-
-    tir: str = "body"
-    dot: str = "sum"
-    unroll: bool = False
-    ranges: bool = False
-
-    def describe(self) -> list[str]:
-        out = [f"call_tir: {'opaque' if self.tir == 'opaque' else 'PrimFunc bodies'}",
-               f"dot: {'function' if self.dot == 'uf' else 'sum of products'}"]
-        if self.unroll:
-            out.append("small sums: unrolled")
-        if self.ranges:
-            out.append("TIR value ranges: stated")
-        return out
-
-
-LADDERS: dict[str, tuple[Abstraction, ...]] = {
-    # mlir-tv's lock-step order: opaque PrimFuncs and dot functions first, then bodies, then
-    # sums of products, then unrolled small sums
-    "auto": (Abstraction("opaque", "uf"), Abstraction("body", "uf"), Abstraction("body", "sum"),
-             Abstraction("body", "sum", unroll=True),
-             Abstraction("body", "sum", unroll=True, ranges=True)),
-    "opaque": (Abstraction("opaque", "sum"),),
-    "body": (Abstraction("body", "uf"), Abstraction("body", "sum"),
-             Abstraction("body", "sum", unroll=True),
-             Abstraction("body", "sum", unroll=True, ranges=True)),
-}
-
-
-def ladder(name: str) -> tuple[Abstraction, ...]:
-    if name not in LADDERS:
-        raise ValueError(f"unknown abstraction ladder {name!r} (choose from {', '.join(LADDERS)})")
-    return LADDERS[name]
-
-
-def worth_refining(level: Abstraction, nxt: Abstraction, notes: set[str]) -> bool:
-    """Does the next rung make precise something this rung's encoding abstracted?"""
-    return ((OPAQUE_NOTE in notes and level.tir == "opaque" and nxt.tir == "body")
-            or (DOT_NOTE in notes and level.dot == "uf" and nxt.dot == "sum")
-            or (SUM_NOTE in notes and not level.unroll and nxt.unroll)
-            or (RANGES_NOTE in notes and not level.ranges and nxt.ranges))
-
-
-def worth_climbing(level: Abstraction, later: Sequence[Abstraction], notes: set[str]) -> bool:
-    """Does any later rung make precise something this rung abstracted? (A timeout at
-    "opaque call_tir, dot: function" must still reach "dot: sum of products" two rungs up.)"""
-    return any(worth_refining(level, nxt, notes) for nxt in later)
-
-
-def _opaque_uf_name(prim_hash: int, k: int) -> str:
-    """The uninterpreted function of output k of an opaque call_tir."""
-    return f"tir_{prim_hash:x}_{k}"
-
-
-_OPAQUE_UF = re.compile(r"^tir_[0-9a-f]+_\d+$")     # the names `_opaque_uf_name` makes
-
-
-def _note_of_uf(name: str) -> str | None:
-    """The ladder note of the abstraction an uninterpreted function stands for, if any:
-    a dot product (`reduction.dot`), a sum (`reduction.reduce_sum`, or the float model's
-    hashed sums), an opaque PrimFunc."""
-    if name.startswith("dot_"):
-        return DOT_NOTE
-    if "sum_" in name:
-        return SUM_NOTE
-    if _OPAQUE_UF.match(name):
-        return OPAQUE_NOTE
-    return None
-
-
-def abstractions_in(terms: Sequence[z3.ExprRef]) -> set[str]:
-    """The ladder notes (`worth_refining`) of the abstractions `terms` use, so that a
-    timeout climbs only for what the undecided terms abstract.
-
-    The walk uses Z3's C API on raw term pointers, as `tvtv.encode.canonical` does: through
-    z3py objects it cost 4.9 of a lemma's 7.2 s (adaptive_avg_pool2d over 672 elements, zero
-    graph 16). The terms are alive while it runs, so their subterms' ids are not reused."""
-    if not terms:
-        return set()
-    ref = terms[0].ctx_ref()
-    found: set[str] = set()
-    seen: set[int] = set()
-    names: dict[int, str | None] = {}     # function declaration (address) -> its note
-    todo = [t.as_ast() for t in terms]
-    while todo:
-        e = todo.pop()
-        key = z3raw.ID(ref, e)
-        if key in seen:
-            continue
-        seen.add(key)
-        kind = z3raw.KIND(ref, e)
-        if kind == z3.Z3_QUANTIFIER_AST:
-            todo.append(z3raw.QUANTIFIER_BODY(ref, e))
-        elif kind == z3.Z3_APP_AST:
-            n = z3raw.NUM_ARGS(ref, e)
-            if n == 0:
-                continue
-            decl = z3raw.DECL(ref, e)
-            if z3raw.DECL_KIND(ref, decl) == z3.Z3_OP_UNINTERPRETED:
-                if decl.value not in names:
-                    names[decl.value] = _note_of_uf(z3raw.decl_name(ref, decl))
-                note = names[decl.value]
-                if note is not None:
-                    found.add(note)
-            todo.extend(z3raw.ARG(ref, e, i) for i in range(n))
-    return found
-
-
 def _materialized(value: Value, materialize: Any) -> Value:
     """`value` with its tensors passed through `materialize` (`EncodeContext.materialize`)."""
     if isinstance(value, tuple):
@@ -204,19 +78,6 @@ def operator_lemmas(lemmas: Any) -> Iterator[None]:
         _LEMMAS.reset(token)
 
 
-_LEVEL: ContextVar[Abstraction] = ContextVar("tvtv_abstraction", default=Abstraction("opaque"))
-
-
-@contextmanager
-def abstraction_level(level: Abstraction) -> Iterator[None]:
-    """Encode with `level` inside the block (the refinement ladder sets it per rung)."""
-    token = _LEVEL.set(level)
-    try:
-        yield
-    finally:
-        _LEVEL.reset(token)
-
-
 class FunctionEncoder:
     def __init__(self, program: P.Program, ctx: EncodeContext,
                  abstraction: Abstraction | None = None) -> None:
@@ -224,8 +85,8 @@ class FunctionEncoder:
         self.ctx = ctx
         self.depth = 0
         self._in_live = False      # encoding a live binding's value (`body`)
-        self.abstraction = abstraction or _LEVEL.get()
-        ctx.abstraction = self.abstraction   # read by reductions (dot, unrolling)
+        self.abstraction = abstraction or current_level()
+        ctx.abstraction = self.abstraction   # read by reductions and the TIR encoder
 
     # -- functions ---------------------------------------------------------------------------
     def call(self, fn: P.Function, args: Sequence[Value], env: dict | None = None) -> Value:
@@ -409,7 +270,7 @@ class FunctionEncoder:
                 raise Unsupported(f"call_tir {e.prim} with output type {ty}")
             check_supported(ty.dtype, f"call_tir {e.prim}")
             sort = self.ctx.dom(ty.dtype).sort
-            f = self.ctx.uf(_opaque_uf_name(e.prim_hash, k), *[b.sort() for b in bounded], INDEX, sort)
+            f = self.ctx.uf(opaque_uf_name(e.prim_hash, k), *[b.sort() for b in bounded], INDEX, sort)
             outs.append(Tensor.from_flat(ty.shape, ty.dtype, lambda i, f=f: f(*bounded, i)))
         return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
 

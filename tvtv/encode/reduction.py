@@ -125,7 +125,7 @@ def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef
         # commutes, and a sum is -0.0 only when both addends are -0.0 (x + -x is +0.0 under
         # roundTiesToEven, §6.3), so +0.0 added anywhere only turns a -0.0 into +0.0.
         return dom.add(dom.add(dom.const(0.0), elem(idx(0))), elem(idx(1)))
-    level = getattr(ctx, "abstraction", None)
+    level = ctx.abstraction
     if level is not None and level.unroll and n <= UNROLL_BOUND:
         # last rung of the ladder: the sum in index order, +0.0 + x_0 + ... + x_{n-1} (one
         # of the orders the op allows; TIR's loops use exactly this one)
@@ -299,7 +299,7 @@ def dot(ctx: EncodeContext, dtype: str, n: int, a: Elem, b: Elem) -> z3.ExprRef:
     product is its own uninterpreted function of the two term arrays, unrelated to sums:
     cheap, and enough whenever source and target compute the same dot products."""
     dom = ctx.dom(dtype)
-    level = getattr(ctx, "abstraction", None)
+    level = ctx.abstraction
     if level is not None and level.dot == "uf" and is_float(dtype) and n > 1:
         ctx.notes.add(DOT_NOTE)
         fill = dom.const(0.0)

@@ -509,7 +509,7 @@ class PrimFuncEncoder:
         dom = self.ctx.dom(dtype)
         if not dom.states_ranges:
             return value
-        level = getattr(self.ctx, "abstraction", None)
+        level = self.ctx.abstraction
         if level is not None and level.ranges:
             return dom.bounded(value, r.magnitude, r.nan)
         self.ctx.notes.add(ranges.RANGES_NOTE)

@@ -84,7 +84,7 @@ class Range:
 # nothing known: any number, ±inf or NaN
 TOP = Range(-math.inf, math.inf, True)
 # the encoding note of a stored value whose range the rung did not state (the abstraction
-# ladder's last rung states it: `tvtv.encode.function.Abstraction.ranges`)
+# ladder's last rung states it: `tvtv.encode.abstraction.Abstraction.ranges`)
 RANGES_NOTE = "TIR value ranges: not stated"
 
 

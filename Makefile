@@ -19,8 +19,11 @@ check: $(STAMP)
 	$(BIN)/tvtv check --pass FuseOps --graphs 50 --seed 0 --json out/fuseops.json
 
 # two workers (pytest-xdist): the machines have 2 cores, and one process took close to CI's
-# 90 minutes on a slower one (2026-11-29)
-PYTEST := $(BIN)/python -m pytest -q -n 2 --durations=40
+# 90 minutes on a slower one (2026-11-29). A fixed hash seed: set and dict orders, and with
+# them the order of the terms tvtv builds, are those of every other run of the suite (with
+# tests/conftest.py's fresh Z3 context per test, a test's solver runs do not depend on the
+# worker it lands in)
+PYTEST := PYTHONHASHSEED=0 $(BIN)/python -m pytest -q -n 2 --durations=40
 
 test: $(STAMP)
 	$(PYTEST)

@@ -17,6 +17,9 @@ from tvtv.absfp.special import BOUND_DTYPES, UNARY_RULES
 from tvtv.encode.tir import intrinsics
 from tvtv.ir import tvm_bridge
 
+# module-level z3 objects: these tests run in the shared context (tests/conftest.py)
+pytestmark = pytest.mark.shared_z3
+
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3.4028235e38,
                      -3.4028235e38, 0.5, -2.5, 1e-45], dtype=np.float32)
 DOM = IEEEModel().domain("float32")

@@ -7,6 +7,9 @@ import z3
 
 from tvtv import z3fast as zf
 
+# module-level z3 objects: these tests run in the shared context (tests/conftest.py)
+pytestmark = pytest.mark.shared_z3
+
 
 def same(fast, slow) -> None:
     assert type(fast) is type(slow), (type(fast), type(slow))

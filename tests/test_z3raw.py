@@ -7,6 +7,9 @@ import z3
 
 from tvtv import z3raw
 
+# module-level z3 objects: these tests run in the shared context (tests/conftest.py)
+pytestmark = pytest.mark.shared_z3
+
 INDEX = z3.BitVecSort(32)
 ELEM = z3.BitVecSort(17)
 

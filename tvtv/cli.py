@@ -94,7 +94,8 @@ def print_summary(report: Report, json_path: Optional[Path]) -> None:
         console.print(f"report written to {json_path}", markup=False)
 
 
-SOLVER_HELP = "SMT solver: z3 (default), cvc5, or both (and report disagreement)"
+SOLVER_HELP = ("SMT solver: z3 (default), cvc5, both (and report disagreement), or z3+cvc5 "
+               "(cvc5 on the IEEE-model queries z3 leaves undecided)")
 ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros, and "
                "per-operation (no-nan/no-inf hold for every operation, as LLVM's fast-math "
                "flags), op-rounding (an operator may be legalized up to rounding: its lemma "

@@ -11,6 +11,9 @@ cvc5 decides; when it says *sat*, the counterexample is read from Z3's model of 
 query (Z3 is asked with the same timeout; if it cannot find one the query stays undecided).
 `both` asks both solvers and records a disagreement (one says sat, the other unsat), which
 the verdict reports instead of trusting either, as mlir-tv's "inconsistent output" does.
+`z3+cvc5` is Z3 with cvc5 asked about the IEEE-model queries Z3 leaves undecided
+(`Query.fallback`, set by `tvtv.refinement`): cvc5's FP bit-blasting proves some that Z3 does
+not, and only its unsat is taken.
 
 Z3 itself is asked in stages (`Z3_STRATEGIES`, `z3_slices`): its default solver first, briefly,
 then its `qfufbv` tactic, then the default solver again with the time left. Each stage is a
@@ -133,8 +136,8 @@ class Query:
         self._reason = ""
         self._answered: z3.Solver | None = None   # the Z3 stage that decided, for its model
         self.strategy = ""                         # ... and its strategy
-        # with backend "z3": ask cvc5 too when Z3 leaves the query undecided, for at most as
-        # long again and not past `deadline` (a perf_counter time); only its unsat is taken
+        # with backend "z3": ask cvc5 too when Z3 leaves the query undecided, for at most
+        # FALLBACK_SECONDS and not past `deadline` (a perf_counter time); only its unsat is taken
         # (a sat answer has no Z3 model to decode). `decided_by` is "cvc5" when it decided.
         # `cvc5_first`: cvc5 before Z3 (where it decided a query alike), Z3 after it unless
         # it said unsat.
@@ -213,7 +216,6 @@ class Query:
         if z == z3.unknown and c == z3.unknown:
             self._reason = f"z3: {z_reason}; cvc5: unknown"
         return z if z != z3.unknown else c
-
 
     def _check_fallback(self) -> z3.CheckSatResult:
         """After Z3's unknown: cvc5's unsat, or unknown with both reasons (`fallback`)."""

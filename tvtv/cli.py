@@ -95,7 +95,7 @@ def print_summary(report: Report, json_path: Optional[Path]) -> None:
 
 
 SOLVER_HELP = ("SMT solver: z3 (default), cvc5, both (and report disagreement), or z3+cvc5 "
-               "(cvc5 on the IEEE-model queries z3 leaves undecided)")
+               "(cvc5 briefly before z3 on the IEEE model's queries)")
 ASSUME_HELP = ("assumptions for the float model: no-nan, no-inf, no-signed-zeros, and "
                "per-operation (no-nan/no-inf hold for every operation, as LLVM's fast-math "
                "flags), op-rounding (an operator may be legalized up to rounding: its lemma "

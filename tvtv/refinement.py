@@ -48,7 +48,7 @@ from tvtv.encode.values import Value, describe_structure, flatten, structure
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
 from tvtv.report import COUNTEREXAMPLE, PROVED, UNKNOWN, Counterexample, Result
-from tvtv.solvers import PORTFOLIO, SOLVERS, Query
+from tvtv.solvers import CVC5_FIRST_SECONDS, PORTFOLIO, SOLVERS, Query
 
 FP_MODELS = ("abstract", "ieee", "real")
 # in `levels` when the IEEE model could not decide an abstract counterexample (it then stands,
@@ -292,15 +292,15 @@ _ORDER: contextvars.ContextVar[dict[str, list[str]] | None] = \
     contextvars.ContextVar("tvtv_order", default=None)
 
 
-# within `_find_counterexample` in the IEEE model with the "z3+cvc5" solver: the queries cvc5
-# decided after Z3 left them undecided (`Query.fallback`) are counted here, and once it has
-# decided one the check's later queries ask cvc5 first (they are alike); None elsewhere.
-# cvc5 bit-blasts floating point differently: FastMathTransform's fast_softmax over an axis of
-# size 1 (x - max(-FLT_MAX, x) into fast_exp's polynomial) was proved by cvc5 in 3.4 s, where
-# Z3 timed out after 30 s (Isra seed 23, graphs 0 and 6, reduced to a (2, 1) softmax; those
-# graphs stay undecided either way). Not the default solver: see `solvers.FALLBACK_SECONDS`.
-_FALLBACK: contextvars.ContextVar[list[int] | None] = \
-    contextvars.ContextVar("tvtv_cvc5_fallback", default=None)
+# within `_find_counterexample` in the IEEE model with the "z3+cvc5" solver: every query is
+# asked of cvc5 first, briefly (`Query.cvc5_first`), and the ones it proved are counted here;
+# None elsewhere. cvc5 bit-blasts floating point differently: FastMathTransform's fast_softmax
+# over an axis of size 1 (x - max(-FLT_MAX, x) into fast_exp's polynomial) was proved by cvc5
+# in 3.4 s, where Z3 timed out after 30 s (Isra seed 23, graphs 0 and 6, reduced to a (2, 1)
+# softmax; those graphs stay undecided either way). Not the default solver: see
+# `solvers.CVC5_FIRST_SECONDS`.
+_CVC5_PROOFS: contextvars.ContextVar[list[int] | None] = \
+    contextvars.ContextVar("tvtv_cvc5_proofs", default=None)
 CVC5_PROVED = "solver: cvc5 proved"
 
 
@@ -317,10 +317,9 @@ def _solver(timeout: float, backend: str | None = None, kind: str = "") -> Query
     orders = _ORDER.get()
     order = orders.get(kind) if orders is not None and kind else None
     backend = backend or _RUN.get().solver
-    decided = _FALLBACK.get()
-    fallback = backend == PORTFOLIO and decided is not None
     return Query("z3" if backend == PORTFOLIO else backend, timeout, tuple(order) if order else (),
-                 fallback=fallback, deadline=deadline, cvc5_first=fallback and bool(decided))
+                 cvc5_first=backend == PORTFOLIO and _CVC5_PROOFS.get() is not None,
+                 deadline=deadline)
 
 
 def _budget_spent() -> bool:
@@ -367,9 +366,9 @@ def _check(s: Query, kind: str = "") -> z3.CheckSatResult:
             order.insert(0, s.strategy)
     if s.disagreement is not None:
         _DISAGREEMENTS.get().append(s.disagreement)
-    decided = _FALLBACK.get()
-    if s.decided_by == "cvc5" and decided is not None:
-        decided[0] += 1
+    proofs = _CVC5_PROOFS.get()
+    if s.decided_by == "cvc5" and proofs is not None:
+        proofs[0] += 1
     if r == z3.unknown:
         raise _Timeout(s.reason_unknown())
     return r
@@ -459,20 +458,19 @@ def _find_counterexample(enc: _Encoded, timeout: float, done: set | None = None)
     ladder or in another float model; they are skipped, and parts proved here are added.
     Every level is a sound abstraction, so a part proved at one level holds at all.
 
-    With the "z3+cvc5" solver, in the IEEE model a query Z3 leaves undecided is asked of cvc5
-    too (`_FALLBACK`); the levels then say how many cvc5 decided."""
+    With the "z3+cvc5" solver, in the IEEE model each query is asked of cvc5 first, briefly
+    (`_CVC5_PROOFS`); the levels then say how many it proved."""
     if enc.model.name != "ieee" or _RUN.get().solver != PORTFOLIO:
         return _find_counterexample_in(enc, timeout, done)
-    decided = [0]
-    token = _FALLBACK.set(decided)
+    proofs = [0]
+    token = _CVC5_PROOFS.set(proofs)
     try:
         return _find_counterexample_in(enc, timeout, done)
     finally:
-        _FALLBACK.reset(token)
-        if decided[0]:
-            enc.symmetric.append(f"{CVC5_PROVED}: {decided[0]} "
-                                 f"quer{'y' if decided[0] == 1 else 'ies'} (the first after Z3 "
-                                 f"left it undecided, the later ones asked of cvc5 first)")
+        _CVC5_PROOFS.reset(token)
+        if proofs[0]:
+            enc.symmetric.append(f"{CVC5_PROVED}: {proofs[0]} quer{'y' if proofs[0] == 1 else 'ies'}"
+                                 f" (asked of cvc5 before Z3, up to {CVC5_FIRST_SECONDS:g} s each)")
 
 
 def _find_counterexample_in(enc: _Encoded, timeout: float, done: set | None = None

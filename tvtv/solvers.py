@@ -11,9 +11,9 @@ cvc5 decides; when it says *sat*, the counterexample is read from Z3's model of 
 query (Z3 is asked with the same timeout; if it cannot find one the query stays undecided).
 `both` asks both solvers and records a disagreement (one says sat, the other unsat), which
 the verdict reports instead of trusting either, as mlir-tv's "inconsistent output" does.
-`z3+cvc5` is Z3 with cvc5 asked about the IEEE-model queries Z3 leaves undecided
-(`Query.fallback`, set by `tvtv.refinement`): cvc5's FP bit-blasting proves some that Z3 does
-not, and only its unsat is taken.
+`z3+cvc5` asks cvc5 briefly before Z3 about the IEEE model's queries (`Query.cvc5_first`, set
+by `tvtv.refinement`): cvc5's FP bit-blasting proves some that Z3 does not, and only its
+unsat is taken; anything else goes on to Z3.
 
 Z3 itself is asked in stages (`Z3_STRATEGIES`, `z3_slices`): its default solver first, briefly,
 then its `qfufbv` tactic, then the default solver again with the time left. Each stage is a
@@ -39,7 +39,7 @@ from tvtv import machine
 from tvtv import z3fast as zf
 from tvtv.errors import Unsupported
 
-# "z3+cvc5": Z3, and in the IEEE model cvc5 on the queries Z3 leaves undecided (`Query.fallback`)
+# "z3+cvc5": Z3, and in the IEEE model cvc5 briefly before it (`Query.cvc5_first`)
 SOLVERS = ("z3", "cvc5", "both", "z3+cvc5")
 PORTFOLIO = "z3+cvc5"
 
@@ -90,12 +90,12 @@ FIRST_SLICE = 1.0
 SECOND_SLICE = 2.0
 # a stage shorter than this is not started
 MIN_SLICE = 0.05
-# cvc5's time on a query Z3 left undecided (`Query.fallback`, the "z3+cvc5" solver): it proves
-# the IEEE queries it helps with in seconds (FastMathTransform's fast_softmax over one element:
+# cvc5's time on a query before Z3 (`Query.cvc5_first`, the "z3+cvc5" solver): it proves the
+# IEEE queries it helps with in seconds (FastMathTransform's fast_softmax over one element:
 # 1-2 s each). Not the default: FastMathTransform's Isra seed-23 sweep (8 graphs, `--jobs 2
-# --case-timeout 120`) took 1.30x the wall time with 10 s (173 s against 133 s; 1.57x with as
-# long as Z3's query), every verdict the same (2026-12-05)
-FALLBACK_SECONDS = 10.0
+# --case-timeout 120`) took 1.30x the wall time so (173 s against 133 s; 1.57x with cvc5 after
+# Z3 instead, for as long as Z3's query), every verdict the same (2026-12-05)
+CVC5_FIRST_SECONDS = 10.0
 
 
 def z3_slices(timeout: float, strategies: Sequence[str] = ()) -> list[tuple[str, float]]:
@@ -122,9 +122,9 @@ class Query:
     """One satisfiability query: `add` facts, `check`, then `model` (a Z3 model) if sat."""
 
     def __init__(self, backend: str = "z3", timeout: float = 30.0,
-                 strategies: Sequence[str] = (), fallback: bool = False,
-                 deadline: float | None = None, cvc5_first: bool = False) -> None:
-        if backend not in SOLVERS or backend == PORTFOLIO:   # (`fallback` asks for it)
+                 strategies: Sequence[str] = (), cvc5_first: bool = False,
+                 deadline: float | None = None) -> None:
+        if backend not in SOLVERS or backend == PORTFOLIO:   # (`cvc5_first` asks for it)
             raise ValueError(f"unknown solver {backend!r} (choose from {', '.join(SOLVERS)})")
         self.backend = backend
         self.timeout = timeout
@@ -136,14 +136,11 @@ class Query:
         self._reason = ""
         self._answered: z3.Solver | None = None   # the Z3 stage that decided, for its model
         self.strategy = ""                         # ... and its strategy
-        # with backend "z3": ask cvc5 too when Z3 leaves the query undecided, for at most
-        # FALLBACK_SECONDS and not past `deadline` (a perf_counter time); only its unsat is taken
-        # (a sat answer has no Z3 model to decode). `decided_by` is "cvc5" when it decided.
-        # `cvc5_first`: cvc5 before Z3 (where it decided a query alike), Z3 after it unless
-        # it said unsat.
-        self.fallback = fallback
-        self.deadline = deadline
+        # with backend "z3": ask cvc5 first, for at most CVC5_FIRST_SECONDS and not past
+        # `deadline` (a perf_counter time); only its unsat is taken (a sat answer has no Z3
+        # model to decode), else Z3 is asked. `decided_by` is "cvc5" when it decided.
         self.cvc5_first = cvc5_first
+        self.deadline = deadline
         self.decided_by = ""
 
     def add(self, *facts: z3.BoolRef) -> None:
@@ -191,12 +188,12 @@ class Query:
 
     def check(self) -> z3.CheckSatResult:
         if self.backend == "z3":
-            if self.fallback and self.cvc5_first and self._check_fallback() == z3.unsat:
+            if self.cvc5_first and self._check_cvc5_first() == z3.unsat:
                 return z3.unsat
             r, self._reason = self._check_z3()
             self.answers["z3"] = str(r)
-            if r == z3.unknown and self.fallback and not self.cvc5_first:
-                return self._check_fallback()
+            if r == z3.unknown and "cvc5" in self.answers:
+                self._reason += f"; cvc5 before it: {self.answers['cvc5']}"
             return r
         c = check_cvc5(self.facts, self.timeout)
         self.answers["cvc5"] = str(c)
@@ -217,9 +214,9 @@ class Query:
             self._reason = f"z3: {z_reason}; cvc5: unknown"
         return z if z != z3.unknown else c
 
-    def _check_fallback(self) -> z3.CheckSatResult:
-        """After Z3's unknown: cvc5's unsat, or unknown with both reasons (`fallback`)."""
-        seconds = min(self.timeout, FALLBACK_SECONDS)
+    def _check_cvc5_first(self) -> z3.CheckSatResult:
+        """cvc5's answer before Z3's (`cvc5_first`); not asked (unknown) past the deadline."""
+        seconds = min(self.timeout, CVC5_FIRST_SECONDS)
         if self.deadline is not None:
             seconds = min(seconds, self.deadline - time.perf_counter())
         if seconds < MIN_SLICE:
@@ -227,11 +224,8 @@ class Query:
         c = check_cvc5(self.facts, seconds)
         self.answers["cvc5"] = str(c)
         if c == z3.unsat:
-            self.decided_by, self._reason = "cvc5", ""
-            return c
-        self._reason += ("; cvc5 after it: satisfiable (no Z3 model to decode)" if c == z3.sat
-                         else "; cvc5 after it: unknown")
-        return z3.unknown
+            self.decided_by = "cvc5"
+        return c
 
 
 # ------------------------------------------------------------------------------------------------

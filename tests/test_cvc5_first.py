@@ -1,5 +1,5 @@
-"""With the "z3+cvc5" solver, in the IEEE model a query Z3 leaves undecided is asked of cvc5
-(`refinement._FALLBACK`, `solvers.Query.fallback`), and only cvc5's unsat is taken.
+"""With the "z3+cvc5" solver, in the IEEE model each query is asked of cvc5 briefly before Z3
+(`refinement._CVC5_PROOFS`, `solvers.Query.cvc5_first`), and only cvc5's unsat is taken.
 
 FastMathTransform's fast_softmax over an axis of size 1 computes fast_exp(x - max(-FLT_MAX, x)),
 a polynomial on a bit pattern (`T.reinterpret`), so the check is in the IEEE model; Z3 timed out
@@ -28,7 +28,7 @@ class SoftmaxOfOne:
         return y
 
 
-def test_fast_softmax_over_one_element_is_proved_by_cvc5_after_z3():
+def test_fast_softmax_over_one_element_is_proved_by_cvc5():
     (r,) = tvtv.check_pass("FastMathTransform", SoftmaxOfOne, timeout=30,
                            solver="z3+cvc5").results
     assert r.verdict == "proved", r.to_dict()
@@ -48,17 +48,18 @@ def test_its_twin_with_a_changed_max_init_is_refuted():
     assert not any(lv.startswith(CVC5_PROVED) for lv in r.levels), r.levels
 
 
-def test_the_fallback_takes_cvc5s_unsat_only():
-    """A satisfiable query Z3 decides is answered by Z3, with its model; an unsatisfiable one
-    too (cvc5 is asked only after Z3's unknown); past the deadline cvc5 is not asked."""
+def test_cvc5_first_takes_its_unsat_only():
+    """cvc5's unsat is the answer; on a satisfiable query Z3 is asked after it and answers,
+    with its model; past the deadline cvc5 is not asked."""
     x = z3.FP("x", z3.Float32())
-    q = solvers.Query("z3", 5, fallback=True)
-    q.add(z3.fpGT(x, z3.FPVal(1.0, z3.Float32())))
-    assert q.check() == z3.sat and q.decided_by == "" and "cvc5" not in q.answers
-    assert z3.is_true(q.model().eval(z3.fpGT(x, z3.FPVal(1.0, z3.Float32()))))
-    q = solvers.Query("z3", 5, fallback=True, cvc5_first=True)
+    above_one = z3.fpGT(x, z3.FPVal(1.0, z3.Float32()))
+    q = solvers.Query("z3", 5, cvc5_first=True)
+    q.add(above_one)
+    assert q.check() == z3.sat and q.decided_by == "" and q.answers == {"cvc5": "sat", "z3": "sat"}
+    assert z3.is_true(q.model().eval(above_one))
+    q = solvers.Query("z3", 5, cvc5_first=True)
     q.add(z3.fpLT(x, x), z3.Not(z3.fpIsNaN(x)))
     assert q.check() == z3.unsat and q.decided_by == "cvc5" and q.answers == {"cvc5": "unsat"}
-    q = solvers.Query("z3", 5, fallback=True, cvc5_first=True, deadline=0.0)
-    q.add(z3.fpGT(x, z3.FPVal(1.0, z3.Float32())))
+    q = solvers.Query("z3", 5, cvc5_first=True, deadline=0.0)
+    q.add(above_one)
     assert q.check() == z3.sat and q.decided_by == "" and "cvc5" not in q.answers

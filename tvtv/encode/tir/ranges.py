@@ -43,8 +43,8 @@ allowed. `TOP` is nothing known. How each is derived, and why it is sound:
   (sin, cos; tanh, erf, sigmoid of ±inf are ±1, 0 or 1, in the bound).
 
 Anything else (a load from a tensor the PrimFunc did not compute, another intrinsic) is
-`TOP`; a
-buffer written whole by one store keeps its value's range for later loads (`PrimFuncEncoder`).
+`TOP`; a buffer written whole by one store keeps its value's range for later loads
+(`PrimFuncEncoder`).
 `tests/test_tir_ranges.py` checks every derived range against numpy and against the TVM VM
 on every float16 input of FastMathTransform's functions.
 """

@@ -278,6 +278,7 @@ PASS_CASES = [
     PassCase("DecomposeOpsForTraining", BatchNormTraining, "R.sqrt(", "R.rsqrt("),
     PassCase("FuseOpsByPattern", Dense, "R.nn.relu(", "R.negative("),
     PassCase("FuseOps", Chain, "R.call_tir(cls.subtract, (c, y)", "R.call_tir(cls.subtract, (y, c)"),
+    PassCase("RemovePurityChecking", Chain, "R.subtract(", "R.add("),
 ]
 
 

@@ -20,10 +20,13 @@ def test_every_validated_pass_has_a_case():
 
 def test_every_pass_marked_validated_is_tested_somewhere():
     """Relax-level cases here, TIR cases in tests/test_tir_passes.py, float-model cases in
-    tests/test_passes_fp.py; FastMathTransform is only ever refuted (test_tir_passes.py)."""
+    tests/test_passes_fp.py, the memory model's in tests/test_memory.py; FastMathTransform is
+    only ever refuted (test_tir_passes.py)."""
     from tests.fp_pass_cases import CASES as FP_CASES
     from tests.pass_cases import TIR_PASS_CASES
+    from tests.test_memory import MEMORY_PASSES
     covered = set(CASES) | {c.pass_name for c in TIR_PASS_CASES} | {c.pass_name for c in FP_CASES}
+    covered |= set(MEMORY_PASSES)
     covered.add("FastMathTransform")
     marked = {n for n, s in passes.PASSES.items() if s.support.startswith("validated")}
     assert marked <= covered, sorted(marked - covered)

@@ -93,6 +93,24 @@ register(PassSpec("FuseTransposeMatmul", _relax("FuseTransposeMatmul"), support=
 register(PassSpec("RewriteDataflowReshape", _relax("RewriteDataflowReshape"), ("LegalizeOps",),
                   support=TIR_VALIDATED, note="call_tir(reshape PrimFunc) -> R.reshape"))
 
+# The `default` pipeline's lowering after LegalizeOps: tensors become objects in storage that
+# PrimFuncs write in place (tvtv/encode/memory.py, tests/test_memory.py). Each pass runs after
+# those the pipeline runs before it.
+MEMORY_VALIDATED = "validated through the memory model (tensors in storage, PrimFuncs in place)"
+register(PassSpec("RemovePurityChecking", _relax("RemovePurityChecking"),
+                  note="drops purity checks (call_pure_packed -> call_packed)"))
+_LOWERED: tuple[str, ...] = ("LegalizeOps", "ToNonDataflow", "RemovePurityChecking")
+for _name, _note in [
+    ("CallTIRRewrite", "call_tir -> alloc_tensor + the PrimFunc called in place"),
+    ("StaticPlanBlockMemory", "plans storage: tensors share storage when their lifetimes allow"),
+    ("LowerAllocTensor", "the remaining builtin.alloc_tensor -> alloc_storage + alloc_tensor"),
+    ("KillAfterLastUse", "kills each tensor and storage after its last use"),
+    ("LowerRuntimeBuiltin", "memory ops and reshape -> the VM's builtins"),
+    ("VMShapeLower", "shape checks of the parameters (vm.builtin.check_tensor_info, match_shape)"),
+]:
+    register(PassSpec(_name, _relax(_name), _LOWERED, support=MEMORY_VALIDATED, note=_note))
+    _LOWERED += (_name,)
+
 
 # Passes whose verdict depends on the float model and arithmetic setting (issue 5): which model
 # proves each, on which cases, is the table in docs/float-models.md (tests/test_passes_fp.py).

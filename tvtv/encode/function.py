@@ -20,7 +20,7 @@ import z3
 
 from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import check_supported
-from tvtv.encode import registry
+from tvtv.encode import memory, registry
 from tvtv.encode.abstraction import OPAQUE_NOTE, Abstraction, current_level, opaque_uf_name
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import INDEX, Tensor
@@ -105,7 +105,8 @@ class FunctionEncoder:
         finally:
             self.depth -= 1
 
-    def body(self, body: P.Body, env: dict) -> Value:
+    def body(self, body: P.Body, env: dict, refs: bool = False) -> Value:
+        """The value of `body` (with `refs`, what its result refers to: `ref`)."""
         # operator calls a conditional lemma may rely on: those of the checked function's own
         # body (not in a branch or a callee), whose results the outputs are computed from
         lemmas = _LEMMAS.get()
@@ -119,11 +120,13 @@ class FunctionEncoder:
         for b in body.bindings:
             outer, self._in_live = self._in_live, keep and b.vid in live and not self.ctx.path
             try:
-                value = self.expr(b.value, env)
+                # an alias (`a = alloc`, `s = (alloc1, alloc2)`) keeps the objects it names
+                value = self.ref(b.value, env) if isinstance(b.value, _ALIASES) \
+                    else self.expr(b.value, env)
             finally:
                 self._in_live = outer
             if b.match_cast is not None:
-                value = self.match_cast(value, b.match_cast, b.name)
+                value = self.match_cast(memory.read(value), b.match_cast, b.name)
             if self.ctx.materialize is not None:
                 value = _materialized(value, self.ctx.materialize)
             env[b.vid] = value
@@ -134,7 +137,7 @@ class FunctionEncoder:
                         t for t in (value if isinstance(value, tuple) else (value,)) if isinstance(t, Tensor))
                 if record and isinstance(b.value, P.OpCall):
                     self.record_call(b.value, env)
-        return self.expr(body.result, env)
+        return self.ref(body.result, env) if refs else self.expr(body.result, env)
 
     def record_call(self, e: P.OpCall, env: dict) -> None:
         """Note that the source computes operator call `e` (on the arrays of its tensor
@@ -171,11 +174,31 @@ class FunctionEncoder:
         raise Unsupported(f"match_cast to {ty}")
 
     # -- expressions -----------------------------------------------------------------------------
-    def expr(self, e: P.Expr, env: dict) -> Value:
+    def ref(self, e: P.Expr, env: dict) -> Any:
+        """What `e` refers to, without reading tensor objects (`tvtv.encode.memory`): a
+        variable, tuple or tuple item bound to a cell or storage stays that object, so
+        `a = alloc` aliases it and a later write to `alloc` is seen through `a`."""
         if isinstance(e, P.VarRef):
             if e.vid not in env:
                 raise Unsupported(f"unbound variable {e.vid}")
-            return env[e.vid]
+            v = env[e.vid]
+            if isinstance(v, memory.Killed):
+                # the VM set the variable's register to null: using it is a runtime error
+                self.ctx.add_ub(z3.BoolVal(True), f"use of {v.what} after it was killed")
+                return v.referent
+            return v
+        if isinstance(e, P.TupleExpr):
+            return tuple(self.ref(f, env) for f in e.fields)
+        if isinstance(e, P.GetItem):
+            t = self.ref(e.tuple_value, env)
+            if not isinstance(t, tuple):
+                raise Unsupported("TupleGetItem of a non-tuple")
+            return t[e.index]
+        return self.expr(e, env)
+
+    def expr(self, e: P.Expr, env: dict) -> Value:
+        if isinstance(e, P.VarRef):
+            return memory.read(self.ref(e, env))
         if isinstance(e, P.Const):
             check_supported(e.dtype, "a constant")
             return Tensor.from_numpy(e.value, e.dtype, self.ctx.dom(e.dtype))
@@ -194,8 +217,14 @@ class FunctionEncoder:
                 raise Unsupported("TupleGetItem of a non-tuple")
             return t[e.index]
         if isinstance(e, P.OpCall):
+            if e.op in memory.MEMORY_OPS:
+                return memory.MEMORY_OPS[e.op](self, e, env)
             args = [self.expr(a, env) for a in e.args]
             return registry.lookup(e.op)(self.ctx, e, args)
+        if isinstance(e, P.PrimCall):
+            return memory.prim_call(self, e, env)
+        if isinstance(e, P.ExternCall):
+            return memory.packed_call(self, e, env)
         if isinstance(e, P.FuncCall):
             fn = self.program.functions.get(e.func)
             if fn is None:
@@ -225,14 +254,18 @@ class FunctionEncoder:
         cond = self.ctx.dom(c.dtype).truthy(c.at(0))
         self.ctx.path.append(cond)
         try:
-            then_v = self.body(e.then_body, dict(env))
+            then_v = self.body(e.then_body, dict(env), refs=True)
         finally:
             self.ctx.path.pop()
         self.ctx.path.append(zf.Not(cond))
         try:
-            else_v = self.body(e.else_body, dict(env))
+            else_v = self.body(e.else_body, dict(env), refs=True)
         finally:
             self.ctx.path.pop()
+        if _holds_objects(then_v) or _holds_objects(else_v):
+            # the If's variable would be either object, and later writes go to one of them
+            raise Unsupported("an If whose branch returns a tensor object (memory model): "
+                              "not modelled")
         return merge(cond, then_v, else_v)
 
     def call_tir(self, e: P.CallTIR, args: list[Value]) -> Value:
@@ -262,17 +295,34 @@ class FunctionEncoder:
                     raise Unsupported(f"call_tir {e.prim}: output type {ty} for buffer "
                                       f"{t.shape} {t.dtype}")
             return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
+        outs = self.opaque_outputs(e.prim, e.prim_hash, tensors, out_types)
+        return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
+
+    def opaque_outputs(self, prim: str, prim_hash: int, tensors: list[Tensor],
+                       out_types: Sequence[P.Type]) -> list[Tensor]:
+        """The outputs of PrimFunc `prim` on `tensors` at the opaque rung: output k is
+        UF_{hash,k}(bounded inputs..., index)."""
         self.ctx.notes.add(OPAQUE_NOTE)
         bounded = [t.materialized(self.ctx.dom(t.dtype).zero()) for t in tensors]
         outs = []
         for k, ty in enumerate(out_types):
             if not isinstance(ty, P.TensorType):
-                raise Unsupported(f"call_tir {e.prim} with output type {ty}")
-            check_supported(ty.dtype, f"call_tir {e.prim}")
+                raise Unsupported(f"call_tir {prim} with output type {ty}")
+            check_supported(ty.dtype, f"call_tir {prim}")
             sort = self.ctx.dom(ty.dtype).sort
-            f = self.ctx.uf(opaque_uf_name(e.prim_hash, k), *[b.sort() for b in bounded], INDEX, sort)
+            f = self.ctx.uf(opaque_uf_name(prim_hash, k), *[b.sort() for b in bounded], INDEX, sort)
             outs.append(Tensor.from_flat(ty.shape, ty.dtype, lambda i, f=f: f(*bounded, i)))
-        return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
+        return outs
+
+
+_ALIASES = (P.VarRef, P.TupleExpr, P.GetItem)
+
+
+def _holds_objects(v: Any) -> bool:
+    """Does `v` contain a cell or storage of the memory model?"""
+    if isinstance(v, tuple):
+        return any(_holds_objects(x) for x in v)
+    return isinstance(v, (memory.Cell, memory.Storage))
 
 
 def _uses(e: P.Expr) -> set[str]:
@@ -284,7 +334,7 @@ def _uses(e: P.Expr) -> set[str]:
         return set().union(*[_uses(f) for f in e.fields]) if e.fields else set()
     if isinstance(e, P.GetItem):
         return _uses(e.tuple_value)
-    if isinstance(e, (P.OpCall, P.CallTIR, P.FuncCall)):
+    if isinstance(e, (P.OpCall, P.CallTIR, P.FuncCall, P.PrimCall, P.ExternCall)):
         return set().union(*[_uses(a) for a in e.args]) if e.args else set()
     return set()
 

@@ -116,6 +116,26 @@ class CallTIR:
 
 
 @dataclass(frozen=True)
+class PrimCall:
+    """A PrimFunc called directly in destination-passing style, as CallTIRRewrite lowers
+    `call_tir` (`cls.add(x, y, alloc)`): every argument is a buffer the PrimFunc may write."""
+
+    prim: str
+    prim_hash: int
+    args: tuple["Expr", ...]
+    ty: Type
+
+
+@dataclass(frozen=True)
+class ExternCall:
+    """`R.call_packed("name", args...)`: a call of a function of the VM runtime by name."""
+
+    name: str
+    args: tuple["Expr", ...]
+    ty: Type
+
+
+@dataclass(frozen=True)
 class TupleExpr:
     fields: tuple["Expr", ...]
 
@@ -149,7 +169,7 @@ class GlobalRef:
 
 
 Expr = Union[VarRef, Const, PrimValue, ShapeValue, OpCall, FuncCall, LocalCall, CallTIR,
-             TupleExpr, GetItem, IfExpr, FuncExpr, GlobalRef]
+             PrimCall, ExternCall, TupleExpr, GetItem, IfExpr, FuncExpr, GlobalRef]
 
 
 @dataclass(frozen=True)

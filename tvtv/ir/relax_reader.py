@@ -104,6 +104,8 @@ class _Reader:
         self.mod = mod
         self.var_ids: dict[Any, str] = {}
         self.counter = itertools.count()
+        self.prim_funcs = {gv.name_hint for gv, f in mod.functions.items()
+                           if not isinstance(f, relax.Function)}
 
     def vid(self, var: Any) -> str:
         if var not in self.var_ids:
@@ -121,8 +123,10 @@ class _Reader:
         if isinstance(e, tvm.ir.GenericConst):
             ty = convert_type(e.ty)
             if not hasattr(e.value, "numpy"):
-                # after CallTIRRewrite (the `default` pipeline), constants also carry dtypes and
-                # other runtime objects for the VM's builtins: not a tensor we can encode
+                # after CallTIRRewrite (the `default` pipeline) `R.dtype("float32")`, an
+                # argument of the memory builtins, is a constant holding a dtype
+                if type(e.value).__name__ in ("dtype", "DataType"):
+                    return P.PrimValue(str(e.value), "dtype")
                 raise Unsupported(f"constant of kind {type(e.value).__name__} ({e.value})")
             arr = e.value.numpy()
             dtype = ty.dtype if isinstance(ty, P.TensorType) else str(arr.dtype)
@@ -168,7 +172,13 @@ class _Reader:
             ty = _inferred_type(e)
         op = e.op
         if isinstance(op, tvm.ir.GlobalVar):
-            return P.FuncCall(op.name_hint, tuple(self.expr(a) for a in e.args), ty)
+            args = tuple(self.expr(a) for a in e.args)
+            if op.name_hint in self.prim_funcs:
+                # CallTIRRewrite's destination-passing call of a PrimFunc
+                return P.PrimCall(op.name_hint, int(tvm_ffi.structural_hash(self.mod[op])), args, ty)
+            return P.FuncCall(op.name_hint, args, ty)
+        if type(op).__name__ == "ExternFunc":
+            return P.ExternCall(str(op.global_symbol), tuple(self.expr(a) for a in e.args), ty)
         if isinstance(op, tvm.ir.Op):
             name = op.name
             if name == "relax.call_tir":

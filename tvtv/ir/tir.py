@@ -12,6 +12,7 @@ intrinsic calls, and the scalar statements of IR-builder TIR (local allocations,
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Union
 
@@ -222,3 +223,20 @@ class PrimFunc:
     name: str
     params: tuple[Buffer, ...]
     body: Stmt
+
+
+def written_buffers(node: object) -> set[str]:
+    """The ids of the buffers some statement of `node` writes (stores, argsort's output)."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Store):
+            found.add(n.buffer)
+        elif isinstance(n, ExternArgsort):
+            found.add(n.out)
+        if isinstance(n, (tuple, list)):
+            todo.extend(n)
+        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
+            todo.extend(getattr(n, f.name) for f in dataclasses.fields(n))
+    return found

@@ -32,6 +32,9 @@ _METADATA_RE = re.compile(r'metadata\["ir\.GenericConst"\]\[(\d+)\]')
 _FUNC_RE = re.compile(r"^    def (\w+)\(", re.M)
 
 
+# the error of a script TVM's parser rejects (`parse_script`)
+MALFORMED = "malformed TVMScript"
+
 def consts_path(script_path: str | os.PathLike) -> Path:
     """Where the tensor constants of `script_path` live: `name.consts.npz` beside it."""
     p = Path(script_path)
@@ -69,7 +72,7 @@ def parse_script(text: str, consts: Sequence[np.ndarray] = (), origin: str = "<s
     try:
         mod = tvm.script.from_source(text, extra_vars=_script_env(const_exprs))
     except Exception as err:  # TVM raises DiagnosticError and friends
-        raise InputError(f"{origin}: malformed TVMScript: {_first_line(err)}") from None
+        raise InputError(f"{origin}: {MALFORMED}: {_first_line(err)}") from None
     if not isinstance(mod, IRModule):
         raise InputError(f"{origin}: the script does not define an IRModule (@I.ir_module)")
     # `mod` is what `text` with `consts` parses to, so that is a faithful way to write it out
@@ -187,9 +190,40 @@ def _remember(mod: IRModule, script: str, arrays: list[np.ndarray]) -> None:
     del _written[:max(len(_written) - KEEP_SCRIPTS, 0)]
 
 
+def _without_unparsable_ty_args(script: str) -> str:
+    """`script` with the `ty_args=...` of each `R.builtin.alloc_tensor(...)` call removed.
+
+    TVM 0.27 prints CallTIRRewrite's allocations as `R.builtin.alloc_tensor(shape, dtype, 0,
+    R.str("global"), ty_args=(R.Tensor(...),))` but its parser rejects that keyword
+    ("alloc_tensor() got an unexpected keyword argument 'ty_args'"); the type it gives is
+    the one the parser infers from the shape and dtype (docs/findings.md)."""
+    head, keyword = "R.builtin.alloc_tensor(", ", ty_args="
+    out, pos = [], 0
+    while (start := script.find(head, pos)) >= 0:
+        depth, i = 0, start + len(head) - 1
+        cut = None
+        while i < len(script):
+            c = script[i]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c == '"':
+                i = script.index('"', i + 1)       # the strings here hold no escaped quotes
+            elif depth == 1 and script.startswith(keyword, i):
+                cut = i
+            i += 1
+        out.append(script[pos:cut if cut is not None else i])
+        pos = i
+    out.append(script[pos:])
+    return "".join(out)
+
+
 def _module_to_script(mod: IRModule) -> tuple[str, list[np.ndarray]]:
     """`module_to_script` without the memo."""
-    script = mod.script()
+    script = _without_unparsable_ty_args(mod.script())
     consts = _constants_in_print_order(mod, script) if _METADATA_RE.search(script) else []
     arrays = [c.value.numpy() for c in consts]
     if arrays:

@@ -123,6 +123,19 @@ class PrimFuncEncoder:
             _readers(self.ctx)[(t.arr.get_id(), tuple(t.shape))] = (t.arr, self.readers[b.id])
         return results
 
+    def run_in_place(self, args: Sequence[Tensor]) -> list[Tensor]:
+        """Every buffer parameter's value after the PrimFunc ran on `args`, called in
+        destination-passing style (CallTIRRewrite's `cls.f(x, y, out)`): any parameter may be
+        written; an element never written keeps the argument's value."""
+        results = self.run(args, 0)
+        assert not results
+        finals = [self.state[b.id] for b in self.pf.params]
+        for b, before, after in zip(self.pf.params, args, finals):
+            if after is not before:   # written: later readers inline its producer, as in `run`
+                _readers(self.ctx)[(after.arr.get_id(), tuple(after.shape))] = \
+                    (after.arr, self.readers[b.id])
+        return finals
+
     def set_undefined(self, buf: T.Buffer) -> None:
         t = self.undefined(buf)
         self.state[buf.id] = t
@@ -1127,3 +1140,9 @@ def encode_prim_func(ctx: EncodeContext, pf: T.PrimFunc, inputs: Sequence[Tensor
                      n_outputs: int) -> list[Tensor]:
     """The output tensors of `pf` called by `call_tir` on `inputs`."""
     return PrimFuncEncoder(ctx, pf).run(inputs, n_outputs)
+
+
+def encode_prim_func_in_place(ctx: EncodeContext, pf: T.PrimFunc,
+                              args: Sequence[Tensor]) -> list[Tensor]:
+    """The values of `pf`'s buffer parameters after a destination-passing call on `args`."""
+    return PrimFuncEncoder(ctx, pf).run_in_place(args)

@@ -51,6 +51,21 @@ class Views:
         return (m, e)
 
 
+@I.ir_module
+class Branchy:
+    @R.function
+    def main(c: R.Tensor((), "bool"), x: R.Tensor((2, 3), "float32"),
+             y: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        a = R.add(x, y)
+        if c:                     # each branch allocates (and kills) its own storage
+            b = R.exp(a)
+            r = R.multiply(b, a)
+        else:
+            r = R.subtract(a, y)
+        d = R.add(r, a)
+        return d
+
+
 def pipeline_steps(mod: tvm.IRModule) -> dict[str, tuple[tvm.IRModule, tvm.IRModule]]:
     """Pass name -> (module before, module after) over the `default` pipeline."""
     steps: dict[str, tuple[tvm.IRModule, tvm.IRModule]] = {}
@@ -74,6 +89,11 @@ def chain() -> dict[str, tuple[tvm.IRModule, tvm.IRModule]]:
 
 
 @pytest.fixture(scope="module")
+def branchy() -> dict[str, tuple[tvm.IRModule, tvm.IRModule]]:
+    return pipeline_steps(Branchy)
+
+
+@pytest.fixture(scope="module")
 def views() -> dict[str, tuple[tvm.IRModule, tvm.IRModule]]:
     return pipeline_steps(Views)
 
@@ -91,8 +111,8 @@ def verdict(before: tvm.IRModule, after: tvm.IRModule):
 
 
 @pytest.mark.parametrize("name", MEMORY_PASSES)
-def test_memory_passes_are_proved(chain, views, name):
-    for steps in (chain, views):
+def test_memory_passes_are_proved(chain, views, branchy, name):
+    for steps in (chain, views, branchy):
         r = verdict(*steps[name])
         assert r.verdict == "proved", (name, r.reason, r.levels)
 
@@ -134,6 +154,17 @@ def test_storage_reused_after_last_use_is_proved(chain):
                   'storage1, 0, R.shape([2, 3]), R.dtype("float32"), 0)')
     r = verdict(before, fine)
     assert r.verdict == "proved", (r.reason, r.levels)
+
+
+def test_an_if_branch_writing_into_the_callers_storage_is_not_proved(branchy):
+    """A branch's tensor put in `a`'s storage, made before the If: a later read of `a` would
+    have to see the write through the If; tvtv does not model that and says so."""
+    before, after = branchy["LowerAllocTensor"]
+    script, _ = tvm_bridge.module_to_script(after)
+    assert "R.memory.alloc_tensor(storage1, 0," in script and "storage1: R.Any" in script
+    broken = edited(after, "R.memory.alloc_tensor(storage1, 0,", "R.memory.alloc_tensor(storage, 0,")
+    r = verdict(before, broken)
+    assert r.verdict == "unknown" and "made outside it" in r.reason, (r.verdict, r.reason)
 
 
 def test_a_variable_killed_before_its_last_use_is_refuted(chain):

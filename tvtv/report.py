@@ -22,6 +22,7 @@ EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN, EXIT_BAD_INPUT = 0, 1, 2, 3
 # unconfirmed steps, the runner's case timeout), in this order; anything else is "other".
 UNKNOWN_CAUSES: tuple[tuple[str, str], ...] = (
     ("the pass failed", "TVM rejected the module"),
+    ("output is ill-formed", "the pass broke TVM's well-formedness"),
     ("the pipeline failed", "TVM rejected the module"),
     ("is not validated by tvtv yet", "pass not validated by tvtv"),
     ("unsupported", "not supported by the encoder yet"),

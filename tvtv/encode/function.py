@@ -86,6 +86,8 @@ class FunctionEncoder:
         self.depth = 0
         self._in_live = False      # encoding a live binding's value (`body`)
         self.abstraction = abstraction or current_level()
+        # the Relax If branches being encoded, innermost last (`branch`)
+        self.branches: list[memory.BranchScope] = []
         ctx.abstraction = self.abstraction   # read by reductions and the TIR encoder
 
     # -- functions ---------------------------------------------------------------------------
@@ -252,21 +254,25 @@ class FunctionEncoder:
     def if_expr(self, e: P.IfExpr, env: dict) -> Value:
         c = as_tensor(self.expr(e.cond, env), "If condition")
         cond = self.ctx.dom(c.dtype).truthy(c.at(0))
-        self.ctx.path.append(cond)
-        try:
-            then_v = self.body(e.then_body, dict(env), refs=True)
-        finally:
-            self.ctx.path.pop()
-        self.ctx.path.append(zf.Not(cond))
-        try:
-            else_v = self.body(e.else_body, dict(env), refs=True)
-        finally:
-            self.ctx.path.pop()
-        if _holds_objects(then_v) or _holds_objects(else_v):
-            # the If's variable would be either object, and later writes go to one of them
-            raise Unsupported("an If whose branch returns a tensor object (memory model): "
-                              "not modelled")
+        then_v = self.branch(cond, e.then_body, env)
+        else_v = self.branch(zf.Not(cond), e.else_body, env)
         return merge(cond, then_v, else_v)
+
+    def branch(self, cond: z3.BoolRef, body: P.Body, env: dict) -> Value:
+        """The value of an If branch taken under `cond`. Tensor objects it returns
+        (`tvtv.encode.memory`) must live on storage made in the branch: nothing outside can
+        reach that storage, so no later write can change them and their value now is the
+        If's value. Other objects are unsupported (a later write to an object shared with
+        the caller would have to be seen through the If's variable)."""
+        scope = memory.BranchScope(frozenset(env))
+        self.ctx.path.append(cond)
+        self.branches.append(scope)
+        try:
+            value = self.body(body, dict(env), refs=True)
+        finally:
+            self.branches.pop()
+            self.ctx.path.pop()
+        return memory.detach(value, scope)
 
     def call_tir(self, e: P.CallTIR, args: list[Value]) -> Value:
         """The PrimFunc's outputs: its body's encoding, or (opaque level) output field k is
@@ -316,13 +322,6 @@ class FunctionEncoder:
 
 
 _ALIASES = (P.VarRef, P.TupleExpr, P.GetItem)
-
-
-def _holds_objects(v: Any) -> bool:
-    """Does `v` contain a cell or storage of the memory model?"""
-    if isinstance(v, tuple):
-        return any(_holds_objects(x) for x in v)
-    return isinstance(v, (memory.Cell, memory.Storage))
 
 
 def _uses(e: P.Expr) -> set[str]:

@@ -54,10 +54,19 @@ _ids = itertools.count()
 
 
 @dataclass(eq=False)
+class BranchScope:
+    """A Relax If branch being encoded: `outer` are the variables bound before it."""
+
+    outer: frozenset[str]
+
+
+@dataclass(eq=False)
 class Storage:
-    """A block of `nbytes` bytes and the tensor objects made on it."""
+    """A block of `nbytes` bytes and the tensor objects made on it; `scope` is the If branch
+    it was allocated in (None: the function's body)."""
 
     nbytes: int
+    scope: BranchScope | None = None
     cells: list["Cell"] = field(default_factory=list)
 
 
@@ -112,21 +121,43 @@ def read(v: Any) -> Value:
     return v
 
 
+def _scope(enc: "FunctionEncoder") -> BranchScope | None:
+    return enc.branches[-1] if enc.branches else None
+
+
+def detach(v: Any, scope: BranchScope) -> Value:
+    """The value of what an If branch returns (`FunctionEncoder.branch`): tensor objects on
+    storage made in the branch are read; any other object is unsupported."""
+    if isinstance(v, tuple):
+        return tuple(detach(x, scope) for x in v)
+    if isinstance(v, Cell) and v.storage.scope is scope:
+        return v.value
+    if isinstance(v, (Cell, Storage, Null)):
+        raise Unsupported("an If branch returns a tensor object made outside it (memory model): "
+                          "not modelled")
+    return v
+
+
 def fresh(ctx: Any, shape: tuple[int, ...], dtype: str, what: str) -> Tensor:
     """A tensor of arbitrary elements (memory no write has defined)."""
     check_supported(dtype, what)
     return Tensor(shape, dtype, z3.Array(fresh_undef_name(ctx.side, what), INDEX, ctx.dom(dtype).sort))
 
 
-def _guarded(ctx: Any, new: Tensor, old: Tensor) -> Tensor:
-    """`new`, or `old` off the current path (a write inside an `If` branch)."""
-    if not ctx.path:
+def _guarded(ctx: Any, cell: Cell, new: Tensor, here: BranchScope | None) -> Tensor:
+    """`new`, or the cell's old value off the current path (a write inside an `If` branch).
+    A cell on storage made in the innermost branch `here` needs no guard: nothing outside
+    the branch reaches it but the branch's result, which the If merges under its condition
+    (`detach`); unguarded, both sides of a check build the same terms."""
+    old = cell.value
+    if not ctx.path or here is not None and cell.storage.scope is here:
         return new
     return Tensor(old.shape, old.dtype, zf.If(zf.And(*ctx.path), new.arr, old.arr))
 
 
-def write(ctx: Any, cell: Cell, new: Tensor) -> None:
-    """Store `new` into `cell`, clobbering the cells that overlap it (module docstring)."""
+def write(ctx: Any, cell: Cell, new: Tensor, here: BranchScope | None = None) -> None:
+    """Store `new` into `cell`, clobbering the cells that overlap it (module docstring);
+    `here` is the innermost If branch being encoded."""
     for other in cell.storage.cells:
         if not other.overlaps(cell):
             continue
@@ -134,9 +165,9 @@ def write(ctx: Any, cell: Cell, new: Tensor) -> None:
             seen = Tensor(other.value.shape, other.value.dtype, new.arr)
         else:
             seen = fresh(ctx, other.value.shape, other.value.dtype, "clobbered")
-        other.value = _guarded(ctx, seen, other.value)
+        other.value = _guarded(ctx, other, seen, here)
         other.written = True
-    cell.value = _guarded(ctx, new, cell.value)
+    cell.value = _guarded(ctx, cell, new, here)
     cell.written = True
 
 
@@ -184,7 +215,7 @@ def _builtin_alloc_tensor(enc: "FunctionEncoder", call: P.OpCall, env: dict) -> 
     shape = _ints(enc.expr(call.args[0], env), "alloc_tensor shape")
     dtype = _dtype(enc.expr(call.args[1], env), "alloc_tensor dtype")
     check_supported(dtype, "alloc_tensor")
-    storage = Storage(math.prod(shape) * numpy_dtype(dtype).itemsize)
+    storage = Storage(math.prod(shape) * numpy_dtype(dtype).itemsize, _scope(enc))
     return _new_cell(enc, storage, 0, shape, dtype, "alloc_tensor")
 
 
@@ -192,7 +223,8 @@ def _builtin_alloc_tensor(enc: "FunctionEncoder", call: P.OpCall, env: dict) -> 
 def _alloc_storage(enc: "FunctionEncoder", call: P.OpCall, env: dict) -> Storage:
     # memory: (size, virtual_device_index, storage_scope, dtype); vm: (size, device, dtype,
     # scope). The size is in bytes either way (module docstring).
-    return Storage(math.prod(_ints(enc.expr(call.args[0], env), "alloc_storage size")))
+    return Storage(math.prod(_ints(enc.expr(call.args[0], env), "alloc_storage size")),
+                   _scope(enc))
 
 
 @memory_op("relax.memory.alloc_tensor", "relax.vm.alloc_tensor")
@@ -212,9 +244,10 @@ def _kill(enc: "FunctionEncoder", call: P.OpCall, env: dict) -> tuple:
     arg = call.args[0]
     if not isinstance(arg, P.VarRef):
         raise Unsupported(f"{call.op} of an expression, expected a variable")
-    if enc.ctx.path:
-        # which variables are dead after the If would depend on the branch taken
-        raise Unsupported(f"{call.op} inside an If branch")
+    if enc.branches and arg.vid in enc.branches[-1].outer:
+        # which variables are dead after the If would depend on the branch taken (one bound
+        # inside the branch ends with it anyway)
+        raise Unsupported(f"{call.op} of a variable bound outside the If branch")
     referent = enc.ref(arg, env)       # killing a killed variable is a use of it
     env[arg.vid] = Killed(arg.vid.split("%")[0], referent)
     return ()
@@ -329,7 +362,7 @@ def prim_call(enc: "FunctionEncoder", call: P.PrimCall, env: dict) -> tuple:
                               f"tensor allocated in the function")
         if any(r.overlaps(c) for c in cells) or sum(c is r for c in cells) > 1:
             after = fresh(enc.ctx, after.shape, after.dtype, "aliased")
-        write(enc.ctx, r, after)
+        write(enc.ctx, r, after, _scope(enc))
     return ()
 
 

@@ -67,6 +67,16 @@ def convert_attrs(attrs: Any) -> dict[str, Any]:
     return out
 
 
+def prim_func_hash(fn: Any) -> int:
+    """A PrimFunc's structural hash, its `global_symbol` left out: the name it is exported
+    under (AttachGlobalSymbol adds it at the end of the `default` pipeline) does not change
+    what it computes, and opaque `call_tir`s are keyed by this hash."""
+    attrs = fn.attrs
+    if attrs is not None and "global_symbol" in attrs:
+        fn = fn.without_attr("global_symbol")
+    return int(tvm_ffi.structural_hash(fn))
+
+
 def _dtype(d: Any) -> str:
     return str(d)
 
@@ -175,7 +185,7 @@ class _Reader:
             args = tuple(self.expr(a) for a in e.args)
             if op.name_hint in self.prim_funcs:
                 # CallTIRRewrite's destination-passing call of a PrimFunc
-                return P.PrimCall(op.name_hint, int(tvm_ffi.structural_hash(self.mod[op])), args, ty)
+                return P.PrimCall(op.name_hint, prim_func_hash(self.mod[op]), args, ty)
             return P.FuncCall(op.name_hint, args, ty)
         if type(op).__name__ == "ExternFunc":
             return P.ExternCall(str(op.global_symbol), tuple(self.expr(a) for a in e.args), ty)
@@ -190,7 +200,7 @@ class _Reader:
                 if len(e.args) > 2:
                     raise Unsupported("call_tir with symbolic-shape arguments")
                 out_ty = convert_type(e.ty_args[0]) if len(e.ty_args) else ty
-                return P.CallTIR(gv.name_hint, int(tvm_ffi.structural_hash(prim)), args, out_ty)
+                return P.CallTIR(gv.name_hint, prim_func_hash(prim), args, out_ty)
             args = tuple(self.expr(a) for a in e.args)
             return P.OpCall(name, args, convert_attrs(e.attrs), ty,
                             tuple(convert_type(t) for t in e.ty_args))
@@ -242,5 +252,5 @@ def read_module(mod: tvm.ir.IRModule) -> P.Program:
                 tir, tir_error = read_prim_func(name, fn), None
             except Unsupported as err:
                 tir, tir_error = None, str(err)
-            prims[name] = P.PrimFuncInfo(name, int(tvm_ffi.structural_hash(fn)), tir, tir_error)
+            prims[name] = P.PrimFuncInfo(name, prim_func_hash(fn), tir, tir_error)
     return P.Program(functions, prims)

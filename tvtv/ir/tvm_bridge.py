@@ -24,7 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from tvtv.errors import InputError
+from tvtv.errors import InputError, tvm_message
 from tvtv.ir import npz
 
 IRModule = tvm.ir.IRModule
@@ -261,6 +261,17 @@ def structural_equal(a: Any, b: Any) -> bool:
 
 def is_well_formed(mod: IRModule) -> bool:
     return bool(relax.analysis.check_well_formed(mod))
+
+
+def ill_formed(mod: IRModule) -> str | None:
+    """Why TVM's well-formedness check rejects `mod` (its last line), or None if it passes."""
+    if is_well_formed(mod):
+        return None
+    try:
+        relax.analysis.well_formed(mod)
+    except Exception as err:   # the checker raises with what it found
+        return tvm_message(err)
+    return "TVM's well-formedness check fails"
 
 
 def relax_pass(name: str, *args: Any, **kwargs: Any) -> Any:

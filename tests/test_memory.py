@@ -248,3 +248,29 @@ def test_a_write_inside_a_branch_is_guarded():
     ctx.path.append(cond)
     memory.write(ctx, a, memory.fresh(ctx, (2, 3), "float32", "new"))
     assert z3.is_app_of(a.value.arr, z3.Z3_OP_ITE) and a.value.arr.arg(2).eq(old.arr)
+
+
+@I.ir_module
+class WithLocal:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        @R.function
+        def f0(y: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+            a = R.multiply(y, y)
+            b = R.add(a, y)
+            return b
+        v = f0(x)
+        w = R.exp(v)
+        z = R.add(w, x)
+        return z
+
+
+def test_a_pass_output_tvm_finds_ill_formed_is_unknown_with_tvms_reason():
+    """StaticPlanBlockMemory puts `w` in the local function's storage, a variable the caller
+    cannot see (docs/findings.md); TVM's well-formedness check says so and so does tvtv."""
+    [r] = tvtv.check_pass("StaticPlanBlockMemory", WithLocal).results
+    assert r.verdict == "unknown" and r.reason.startswith(api.ILL_FORMED), r.reason
+    assert "is not defined" in r.reason
+    # after LambdaLift, as relax.build needs anyway, the pass is proved
+    [r] = tvtv.check_pass("StaticPlanBlockMemory", relax.transform.LambdaLift()(WithLocal)).results
+    assert r.verdict == "proved", r.reason

@@ -274,3 +274,19 @@ def test_a_pass_output_tvm_finds_ill_formed_is_unknown_with_tvms_reason():
     # after LambdaLift, as relax.build needs anyway, the pass is proved
     [r] = tvtv.check_pass("StaticPlanBlockMemory", relax.transform.LambdaLift()(WithLocal)).results
     assert r.verdict == "proved", r.reason
+
+
+def test_a_target_tvtv_cannot_read_back_is_not_a_failing_target(chain, monkeypatch):
+    """Before tvtv left `ty_args` out, CallTIRRewrite's output written for the VM failed to
+    parse, and confirmation took that for "the source runs, the target fails". A module
+    that is not read back did not run: it must not confirm anything."""
+    from tvtv import confirm
+    from tvtv.report import Counterexample
+    monkeypatch.setattr(tvm_bridge, "_without_unparsable_ty_args", lambda script: script)
+    monkeypatch.setattr(tvm_bridge, "_written", [])     # no script remembered from before
+    before, after = chain["CallTIRRewrite"]
+    x = np.ones((2, 3), "float32")
+    cex = Counterexample("value", "made up", {"x": x, "y": x}, output=0, index=(0, 0),
+                         source_value=3.0, target_value=4.0)
+    got = confirm.confirm_case(before, after, "main", ["x", "y"], cex)
+    assert got.confirmed is not True, got

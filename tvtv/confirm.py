@@ -637,11 +637,11 @@ def confirm_case(before: Any, after: Any, fname: str, param_names: list[str],
         return Confirmation(None, "not-run", f"the modules could not be written out to run: {err}")
     s_status, src = runs["source"][0]
     t_status, tgt = runs["target"][0]
-    for status, out in ((s_status, src), (t_status, tgt)):
-        if status == "error" and tvm_bridge.MALFORMED in str(out):
-            # tvtv wrote out a module TVM cannot read back: that says nothing of the pass
-            return Confirmation(None, "not-run", f"a module written out to run is not read back: {out}")
-    if s_status == "ok":
+    # a target tvtv wrote out and TVM cannot read back (CallTIRRewrite's printed
+    # alloc_tensor, docs/findings.md) did not run: that says nothing of the pass, so only
+    # the ways below that need no run of it are left
+    unread = t_status == "error" and tvm_bridge.MALFORMED in str(tgt)
+    if s_status == "ok" and not unread:
         if t_status != "ok" or len(src) != len(tgt):
             return Confirmation(True, "vm", f"the source runs, the target fails: {tgt if t_status != 'ok' else 'output count differs'}")
         if cex.kind in ("shape", "dtype"):

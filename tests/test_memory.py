@@ -16,7 +16,6 @@ from tvtv import api, passes
 from tvtv.encode import memory
 from tvtv.encode.context import EncodeContext
 from tvtv.absfp.abstract import AbstractModel
-from tvtv.encode.tensor import Tensor
 from tvtv.ir import tvm_bridge
 
 MEMORY_PASSES = ["CallTIRRewrite", "StaticPlanBlockMemory", "LowerAllocTensor",

@@ -199,7 +199,7 @@ class FunctionEncoder:
         return self.expr(e, env)
 
     def expr(self, e: P.Expr, env: dict) -> Value:
-        if isinstance(e, P.VarRef):
+        if isinstance(e, _ALIASES):     # a variable, tuple or tuple item: its value now
             return memory.read(self.ref(e, env))
         if isinstance(e, P.Const):
             check_supported(e.dtype, "a constant")
@@ -211,13 +211,6 @@ class FunctionEncoder:
             return PrimScalar(self.ctx.dom(e.dtype).const(e.value), e.dtype, e.value)
         if isinstance(e, P.ShapeValue):
             return Shape(e.values)
-        if isinstance(e, P.TupleExpr):
-            return tuple(self.expr(f, env) for f in e.fields)
-        if isinstance(e, P.GetItem):
-            t = self.expr(e.tuple_value, env)
-            if not isinstance(t, tuple):
-                raise Unsupported("TupleGetItem of a non-tuple")
-            return t[e.index]
         if isinstance(e, P.OpCall):
             if e.op in memory.MEMORY_OPS:
                 return memory.MEMORY_OPS[e.op](self, e, env)

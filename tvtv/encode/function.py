@@ -283,12 +283,7 @@ class FunctionEncoder:
         if self.abstraction.tir == "body":
             if lemmas is not None:
                 self.ctx.notes.add(BODY_NOTE + e.prim)
-            info = self.program.prim_funcs.get(e.prim)
-            if info is None:
-                raise Unsupported(f"call_tir of unknown PrimFunc {e.prim}")
-            if info.tir is None:
-                raise Unsupported(info.tir_error or f"PrimFunc {e.prim} could not be read")
-            outs = encode_prim_func(self.ctx, info.tir, tensors, len(out_types))
+            outs = encode_prim_func(self.ctx, self.prim_func(e.prim), tensors, len(out_types))
             for t, ty in zip(outs, out_types):
                 if not isinstance(ty, P.TensorType) or t.shape != ty.shape or t.dtype != ty.dtype:
                     raise Unsupported(f"call_tir {e.prim}: output type {ty} for buffer "
@@ -296,6 +291,15 @@ class FunctionEncoder:
             return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
         outs = self.opaque_outputs(e.prim, e.prim_hash, tensors, out_types)
         return tuple(outs) if isinstance(e.ty, P.TupleType) else outs[0]
+
+    def prim_func(self, name: str) -> Any:
+        """PrimFunc `name`'s body in tvtv's TIR picture (`tvtv.ir.tir.PrimFunc`)."""
+        info = self.program.prim_funcs.get(name)
+        if info is None:
+            raise Unsupported(f"call of unknown PrimFunc {name}")
+        if info.tir is None:
+            raise Unsupported(info.tir_error or f"PrimFunc {name} could not be read")
+        return info.tir
 
     def opaque_outputs(self, prim: str, prim_hash: int, tensors: list[Tensor],
                        out_types: Sequence[P.Type]) -> list[Tensor]:

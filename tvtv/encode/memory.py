@@ -30,7 +30,6 @@ Handlers are registered by TVM op name (`MEMORY_OPS`) and by packed-function nam
 """
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -39,9 +38,9 @@ import z3
 
 from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import check_supported, numpy_dtype
-from tvtv.encode.tensor import INDEX, Tensor
+from tvtv.encode.tensor import Tensor
 from tvtv.encode.tir import encode_prim_func_in_place
-from tvtv.encode.tir.values import fresh_undef_name
+from tvtv.encode.tir.values import undefined_tensor
 from tvtv.encode.values import PrimScalar, Shape, Value
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
@@ -49,9 +48,6 @@ from tvtv.ir import tir as T
 
 if TYPE_CHECKING:
     from tvtv.encode.function import FunctionEncoder
-
-_ids = itertools.count()
-
 
 @dataclass(eq=False)
 class BranchScope:
@@ -140,8 +136,7 @@ def detach(v: Any, scope: BranchScope) -> Value:
 
 def fresh(ctx: Any, shape: tuple[int, ...], dtype: str, what: str) -> Tensor:
     """A tensor of arbitrary elements (memory no write has defined)."""
-    check_supported(dtype, what)
-    return Tensor(shape, dtype, z3.Array(fresh_undef_name(ctx.side, what), INDEX, ctx.dom(dtype).sort))
+    return undefined_tensor(ctx, shape, dtype, what)
 
 
 def _guarded(ctx: Any, cell: Cell, new: Tensor, here: BranchScope | None) -> Tensor:
@@ -337,11 +332,7 @@ def packed_call(enc: "FunctionEncoder", call: P.ExternCall, env: dict) -> Any:
 # -- destination-passing PrimFunc calls ---------------------------------------------------------
 def prim_call(enc: "FunctionEncoder", call: P.PrimCall, env: dict) -> tuple:
     """Run PrimFunc `call.prim` on its arguments in place (module docstring)."""
-    info = enc.program.prim_funcs.get(call.prim)
-    if info is None:
-        raise Unsupported(f"call of unknown PrimFunc {call.prim}")
-    if info.tir is None:
-        raise Unsupported(info.tir_error or f"PrimFunc {call.prim} could not be read")
+    pf = enc.prim_func(call.prim)
     refs = [enc.ref(a, env) for a in call.args]
     values = []
     for k, r in enumerate(refs):
@@ -349,10 +340,10 @@ def prim_call(enc: "FunctionEncoder", call: P.PrimCall, env: dict) -> tuple:
         if not isinstance(v, Tensor):
             raise Unsupported(f"PrimFunc {call.prim}: argument {k} is a {type(v).__name__}")
         values.append(v)
-    finals = _opaque_call(enc, call, info.tir, refs, values) \
+    finals = _opaque_call(enc, call, pf, refs, values) \
         if enc.abstraction.tir == "opaque" else None
     if finals is None:
-        finals = encode_prim_func_in_place(enc.ctx, info.tir, values)
+        finals = encode_prim_func_in_place(enc.ctx, pf, values)
     cells = [r for r in refs if isinstance(r, Cell)]
     for k, (r, before, after) in enumerate(zip(refs, values, finals)):
         if after is before:

@@ -43,11 +43,11 @@ from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
-from tvtv.encode.tensor import INDEX, INDEX_BITS, Tensor, idx, ravel, unravel
+from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import intrinsics, ranges
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
-from tvtv.encode.tir.values import Loop, Reader, Sc, Val, fresh_undef_name
+from tvtv.encode.tir.values import Loop, Reader, Sc, Val, undefined_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir import tir as T
 
@@ -143,10 +143,8 @@ class PrimFuncEncoder:
 
     def undefined(self, buf: T.Buffer) -> Tensor:
         """A buffer before any store: arbitrary contents (fresh per buffer and call)."""
-        check_supported(buf.dtype, f"buffer {buf.name} of {self.pf.name}")
-        sort = self.ctx.dom(buf.dtype).sort
-        name = fresh_undef_name(self.ctx.side, buf.name)
-        return Tensor(buf.shape, buf.dtype, z3.Array(name, INDEX, sort))
+        return undefined_tensor(self.ctx, buf.shape, buf.dtype, buf.name,
+                                f"buffer {buf.name} of {self.pf.name}")
 
     def fail(self, what: str) -> Unsupported:
         return Unsupported(f"TIR {what} in PrimFunc {self.where}")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Any, Callable, Sequence, Union
 
 import z3
 
+from tvtv.absfp.dtypes import check_supported
+from tvtv.encode.tensor import INDEX, Tensor
 from tvtv.encode.tir import index as IX
 from tvtv.ir import tir as T
 
@@ -17,6 +19,16 @@ _undef_counter = itertools.count()
 def fresh_undef_name(side: str, what: str) -> str:
     """A new constant's name for an element no store has written (arbitrary contents)."""
     return f"tir_undef_{side}_{what}_{next(_undef_counter)}"
+
+
+def undefined_tensor(ctx: Any, shape: Sequence[int], dtype: str, name: str,
+                     what: str | None = None) -> Tensor:
+    """A tensor of arbitrary elements, fresh per call: memory no store has written (a TIR
+    buffer, a tensor just allocated, one a write clobbered). `name` goes into the array's
+    name, `what` (default `name`) into the error for an unsupported dtype."""
+    check_supported(dtype, what or name)
+    sort = ctx.dom(dtype).sort
+    return Tensor(tuple(shape), dtype, z3.Array(fresh_undef_name(ctx.side, name), INDEX, sort))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from tvtv.errors import InputError, TvtvError, tvm_message
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, executing,
-                             refine_timeout, separates)
+                             refine_timeout, result_label, separates)
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -70,10 +70,10 @@ def verify(before: Any, after: Any, fp: str = "abstract", timeout: float = 30.0,
         # a pass that breaks TVM's own invariants (StaticPlanBlockMemory leaking a local
         # function's storage into the caller, docs/findings.md): say that, not what the
         # encoder trips over first
-        fns = relax_reader.read_module(before_mod).public_functions()
-        return Report([Result(fn.name if label is None else label if len(fns) == 1
-                              else f"{label}:{fn.name}", pass_name, UNKNOWN, 0.0,
-                              f"{ILL_FORMED}: {broken}", fp_model=fp) for fn in fns])
+        src = relax_reader.read_module(before_mod)
+        return Report([Result(result_label(src, fn.name, label), pass_name, UNKNOWN, 0.0,
+                              f"{ILL_FORMED}: {broken}", fp_model=fp)
+                       for fn in src.public_functions()])
     spec = passes.PASSES.get(pass_name) if pass_name else None
     if spec is not None and spec.via:
         return _verify_through(before_mod, after_mod, spec, opts, label, confirm_vm)

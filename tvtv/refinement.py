@@ -1069,14 +1069,21 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
     return undecided("no abstraction level decided")
 
 
+def result_label(src: P.Program, fname: str, label: str | None) -> str:
+    """The name of function `fname`'s result: `label` when the source has one public
+    function, `label:fname` when it has more, the function's name without a label."""
+    if label is None:
+        return fname
+    return label if len(src.public_functions()) == 1 else f"{label}:{fname}"
+
+
 def check_programs(src: P.Program, tgt: P.Program, options: Options, pass_name: str | None = None,
                    label: str | None = None) -> list[Result]:
     """Check every public function of the source against the target's function of that name."""
     results = []
     for fn in src.public_functions():
-        name = fn.name if label is None else (label if len(src.public_functions()) == 1
-                                              else f"{label}:{fn.name}")
-        results.append(check_function(src, tgt, fn.name, options, pass_name, name))
+        results.append(check_function(src, tgt, fn.name, options, pass_name,
+                                      result_label(src, fn.name, label)))
     if not results:
         results.append(Result(label or "<module>", pass_name, UNKNOWN, 0.0,
                               "the source module has no public Relax function"))

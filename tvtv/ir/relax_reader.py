@@ -116,6 +116,13 @@ class _Reader:
         self.counter = itertools.count()
         self.prim_funcs = {gv.name_hint for gv, f in mod.functions.items()
                            if not isinstance(f, relax.Function)}
+        self._hashes: dict[str, int] = {}
+
+    def prim_hash(self, gv: Any) -> int:
+        """`prim_func_hash` of the PrimFunc `gv` names, computed once per module."""
+        if gv.name_hint not in self._hashes:
+            self._hashes[gv.name_hint] = prim_func_hash(self.mod[gv])
+        return self._hashes[gv.name_hint]
 
     def vid(self, var: Any) -> str:
         if var not in self.var_ids:
@@ -185,7 +192,7 @@ class _Reader:
             args = tuple(self.expr(a) for a in e.args)
             if op.name_hint in self.prim_funcs:
                 # CallTIRRewrite's destination-passing call of a PrimFunc
-                return P.PrimCall(op.name_hint, prim_func_hash(self.mod[op]), args, ty)
+                return P.PrimCall(op.name_hint, self.prim_hash(op), args, ty)
             return P.FuncCall(op.name_hint, args, ty)
         if type(op).__name__ == "ExternFunc":
             return P.ExternCall(str(op.global_symbol), tuple(self.expr(a) for a in e.args), ty)
@@ -193,14 +200,13 @@ class _Reader:
             name = op.name
             if name == "relax.call_tir":
                 gv = e.args[0]
-                prim = self.mod[gv]
                 inputs = e.args[1]
                 args = tuple(self.expr(a) for a in inputs.fields) if isinstance(inputs, tvm.ir.Tuple) \
                     else (self.expr(inputs),)
                 if len(e.args) > 2:
                     raise Unsupported("call_tir with symbolic-shape arguments")
                 out_ty = convert_type(e.ty_args[0]) if len(e.ty_args) else ty
-                return P.CallTIR(gv.name_hint, prim_func_hash(prim), args, out_ty)
+                return P.CallTIR(gv.name_hint, self.prim_hash(gv), args, out_ty)
             args = tuple(self.expr(a) for a in e.args)
             return P.OpCall(name, args, convert_attrs(e.attrs), ty,
                             tuple(convert_type(t) for t in e.ty_args))
@@ -252,5 +258,5 @@ def read_module(mod: tvm.ir.IRModule) -> P.Program:
                 tir, tir_error = read_prim_func(name, fn), None
             except Unsupported as err:
                 tir, tir_error = None, str(err)
-            prims[name] = P.PrimFuncInfo(name, prim_func_hash(fn), tir, tir_error)
+            prims[name] = P.PrimFuncInfo(name, reader.prim_hash(gv), tir, tir_error)
     return P.Program(functions, prims)

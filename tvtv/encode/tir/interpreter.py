@@ -43,9 +43,9 @@ from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
-from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, ravel, unravel
+from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, lambda_over_index, ravel, unravel
 from tvtv.encode.tir import index as IX
-from tvtv.encode.tir import intrinsics, ranges
+from tvtv.encode.tir import fold, intrinsics, ranges
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
 from tvtv.encode.tir.values import Loop, Reader, Sc, Val, undefined_tensor
 from tvtv.errors import Unsupported
@@ -586,21 +586,20 @@ class PrimFuncEncoder:
                     binding: dict[str, Loop | int], red: list[Loop]) -> None:
         """A reduction block with several accumulators (argmax/argmin: index and value),
         all stored at the same indices: the exact left fold of the simultaneous update
-        (every store's value reads the accumulators before the step), for at most
-        `reduction.FOLD_BOUND` steps."""
+        (every store's value reads the accumulators before the step) for at most
+        `reduction.FOLD_BOUND` steps, an uninterpreted fold of the same step above
+        (`uninterpreted_fold`)."""
         if any(lp.dyn is not None for lp in red):
             raise self.fail("multi-buffer reduction over a loop of varying extent")
         n = math.prod(lp.extent for lp in red)
-        if n > reduction.FOLD_BOUND:
-            raise self.fail(f"multi-buffer reduction of {n} steps (at most "
-                            f"{reduction.FOLD_BOUND} are unrolled)")
         for st, it in zip(stores, inits):
             if it.buffer != st.buffer or it.indices != st.indices or st.indices != stores[0].indices:
                 raise self.fail("multi-buffer reduction whose stores use different indices")
         if len({st.buffer for st in stores}) != len(stores):
             raise self.fail("multi-buffer reduction storing one buffer twice")
-        red_vars = [var for var, b in binding.items() if isinstance(b, Loop) and b in red]
         cache: dict[tuple, tuple[list[z3.ExprRef], tuple]] = {}
+        uninterpreted = self.uninterpreted_fold(stores, binding, red, n) \
+            if n > reduction.FOLD_BOUND else None
 
         def fold(env: dict[str, Val], ix: list[IX.Ix]) -> list[z3.ExprRef]:
             key = (tuple(v.term.get_id() for v in ix), tuple(g.get_id() for g in self.guards))
@@ -608,12 +607,12 @@ class PrimFuncEncoder:
                 return cache[key][0]
             accs = [self.scalar(self.expr(it.value, env), self.buffers[it.buffer].dtype)
                     for it in inits]
+            if uninterpreted is not None:
+                accs = uninterpreted(env, accs)
+                cache[key] = (accs, (tuple(v.term for v in ix), tuple(self.guards)))
+                return accs
             for k in range(n):
-                env2 = dict(env)
-                for lp, digit in zip(red, np.unravel_index(k, [lp.extent for lp in red])):
-                    env2[lp.var] = IX.constant(lp.lo + int(digit))
-                for var in red_vars:
-                    env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
+                env2 = self.red_env(env, binding, red, idx(k))
                 saved = self.acc_override
                 self.acc_override = {st.buffer: (st.indices, a) for st, a in zip(stores, accs)}
                 try:
@@ -627,6 +626,72 @@ class PrimFuncEncoder:
         for j, st in enumerate(stores):
             self.write(st, None, loops, binding, red,
                        value_fn=lambda env, ix, j=j: fold(env, ix)[j])
+
+    def uninterpreted_fold(self, stores: list[T.Store], binding: dict[str, Loop | int],
+                           red: list[Loop], n: int
+                           ) -> Callable[[dict[str, Val], list[z3.ExprRef]], list[z3.ExprRef]]:
+        """The multi-buffer reduction of `stores` over more than `reduction.FOLD_BOUND` steps
+        as uninterpreted functions (`fold.py`): accumulator j's result is `fold_<step>_j` of
+        the initial accumulators and, for each element part of the step, the array of its
+        values in loop order (index r < n; a fixed value above, so only the n values count).
+        Returned as a function of the output element's environment and initial values."""
+        dtypes = [self.buffers[st.buffer].dtype for st in stores]
+        try:
+            name, parts = fold.skeleton(stores, dtypes, n)
+        except fold.NotAFold as e:
+            raise self.fail(f"multi-buffer reduction of {n} steps (at most "
+                            f"{reduction.FOLD_BOUND} are unrolled): {e}") from None
+        self.ctx.notes.add(fold.NOTE)
+        result_sorts = [self.sort(d) for d in dtypes]
+
+        def apply(env: dict[str, Val], inits: list[z3.ExprRef]) -> list[z3.ExprRef]:
+            arrays = []
+            for part in parts:
+                dtype = fold.dtype_of(part)
+                fill = self.zero(dtype)
+                arrays.append(lambda_over_index(lambda r, part=part, dtype=dtype, fill=fill: zf.If(
+                    z3.ULT(r, idx(n)),
+                    self.scalar(self.expr(part, self.red_env(env, binding, red, r)), dtype),
+                    fill), n))
+            args = [*inits, *arrays]
+            sorts = [a.sort() for a in args]
+            return [self.ctx.uf(f"{name}_{j}", *sorts, s)(*args)
+                    for j, s in enumerate(result_sorts)]
+
+        return apply
+
+    def sort(self, dtype: str) -> z3.SortRef:
+        """The SMT sort of a `dtype` element."""
+        return z3.BoolSort() if is_bool(dtype) else self.ctx.dom(dtype).sort
+
+    def zero(self, dtype: str) -> z3.ExprRef:
+        """A fixed element of `dtype` (false, 0 or +0.0)."""
+        if is_bool(dtype):
+            return z3.BoolVal(False)
+        return self.ctx.dom(dtype).const(0.0 if is_float(dtype) else 0)
+
+    def red_env(self, env: dict[str, Val], binding: dict[str, Loop | int], red: list[Loop],
+                r: z3.BitVecRef) -> dict[str, Val]:
+        """`env` with the reduction loops `red` (and the iter vars bound to them) at step `r`
+        of their row-major iteration: constants where `r` is a numeral, index terms over `r`
+        (each within its loop's range) otherwise."""
+        red_shape = [lp.extent for lp in red]
+        red_vars = [var for var, b in binding.items() if isinstance(b, Loop) and b in red]
+        env2 = dict(env)
+        if z3.is_bv_value(r):
+            # a term index known now (unrolled terms): constant loop values, not
+            # UDiv/URem terms of a constant (smaller terms, shared across readers)
+            digits = np.unravel_index(r.as_long(), red_shape) if red_shape else ()
+            for lp, dgt in zip(red, digits):
+                env2[lp.var] = IX.constant(lp.lo + int(dgt))
+        else:
+            parts = unravel(r, red_shape) if len(red_shape) > 1 else [r]
+            for lp, t in zip(red, parts):
+                base = IX.Ix(t, 0, lp.extent - 1) if lp.extent > 1 else IX.constant(0)
+                env2[lp.var] = IX.add(base, IX.constant(lp.lo)) if lp.lo else base
+        for var in red_vars:
+            env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
+        return env2
 
     def reduce(self, store: T.Store, init: T.Store | None, env: dict[str, Val],
                binding: dict[str, Loop | int], red: list[Loop], old_reader: Reader,
@@ -681,30 +746,10 @@ class PrimFuncEncoder:
                       env: dict[str, Val], binding: dict[str, Loop | int], red: list[Loop],
                       buf: T.Buffer) -> z3.ExprRef:
         """`start` combined by `op` with `term` over the reduction loops `red`."""
-        red_shape = [lp.extent for lp in red]
-        n = math.prod(red_shape)
-        red_vars = [var for var, b in binding.items() if isinstance(b, Loop) and b in red]
+        n = math.prod(lp.extent for lp in red)
 
         def red_env(r: z3.BitVecRef) -> dict[str, Val]:
-            env2 = dict(env)
-            if z3.is_bv_value(r):
-                # a term index known now (unrolled terms): constant loop values, not
-                # UDiv/URem terms of a constant (smaller terms, shared across readers)
-                digits = np.unravel_index(r.as_long(), red_shape) if red_shape else ()
-                for lp, dgt in zip(red, digits):
-                    env2[lp.var] = IX.constant(lp.lo + int(dgt))
-                for var in red_vars:
-                    env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
-                return env2
-            parts = unravel(r, red_shape) if len(red_shape) > 1 else [r]
-            for lp, t in zip(red, parts):
-                ext_hi = lp.lo + lp.extent - 1
-                base = IX.Ix(t, 0, lp.extent - 1) if lp.extent > 1 else IX.constant(0)
-                env2[lp.var] = IX.add(base, IX.constant(lp.lo)) if lp.lo else base
-                assert env2[lp.var].hi <= ext_hi
-            for var in red_vars:
-                env2[var] = env2[binding[var].var]   # type: ignore[union-attr]
-            return env2
+            return self.red_env(env, binding, red, r)
 
         def elem(r: z3.BitVecRef) -> z3.ExprRef:
             return self.scalar(self.expr(term, red_env(r)), buf.dtype)

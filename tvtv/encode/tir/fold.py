@@ -1,0 +1,88 @@
+"""The step function of a multi-buffer reduction, split from the elements it folds.
+
+A reduction block with several accumulators (LegalizeOps' argmax/argmin: an index and a
+value, stored at the same indices) computes, for each output element, the left fold
+
+    acc = init;  for r in 0 .. n-1:  acc = step(acc, e_1(r), ..., e_m(r))
+
+where `e_i(r)` are the parts of the stores' values that do not read an accumulator (the
+element `x[v, r]`, the index `r` itself, a loop variable of the output). The fold is a
+function of the step, of `n`, of the initial accumulators and of the n element tuples *in
+loop order*, and of nothing else. Above the unrolling bound, the interpreter states it as an
+uninterpreted function named after the step's skeleton (`skeleton`): two blocks with the
+same skeleton and the same `n` that fold equal initial values and equal element sequences
+give equal results, and nothing else is claimed. Since the order is part of the arguments
+(one array per element part, indexed by the step number), a block that visits the elements
+in another order is not equal to it, as argmax's first-index tie rule requires.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from tvtv.ir import tir as T
+
+
+NOTE = "multi-buffer reduction: uninterpreted fold of its step (beyond 64 steps)"
+
+
+class NotAFold(Exception):
+    """The block's step cannot be separated from its elements (the message says why)."""
+
+
+def dtype_of(e: T.Expr) -> str:
+    """The dtype of a TIR expression's value (comparisons and logic give bool)."""
+    if isinstance(e, (T.Compare, T.Logic)):
+        return "bool"
+    return e.dtype
+
+
+def skeleton(stores: list[T.Store], dtypes: list[str], n: int) -> tuple[str, list[T.Expr]]:
+    """The name of the step function of `stores` (a multi-buffer reduction's body) over `n`
+    steps, and its element parts in the order the step's arguments take them.
+
+    Every maximal subexpression that reads no accumulator becomes a parameter `p_k` (equal
+    subexpressions share one); an accumulator load becomes `acc_j`, j its store's position.
+    The name is a hash of the skeleton's text, the accumulators' dtypes and `n`: it holds no
+    buffer or variable name of the PrimFunc, so a fused copy of the block gets the same one.
+    Raises `NotAFold` where the step reads an accumulator at other indices, or where a
+    lazily evaluated `if_then_else` depends on one (its untaken branch may hold an
+    out-of-bounds load, which the element arrays would evaluate for every step)."""
+    accs = {st.buffer: j for j, st in enumerate(stores)}
+    indices = stores[0].indices
+    params: dict[T.Expr, T.Var] = {}
+
+    def reads_acc(e: object) -> bool:
+        if isinstance(e, T.Load) and e.buffer in accs:
+            return True
+        if isinstance(e, tuple):
+            return any(reads_acc(x) for x in e)
+        if dataclasses.is_dataclass(e):
+            return any(reads_acc(getattr(e, f.name)) for f in dataclasses.fields(e))
+        return False
+
+    def walk(e: T.Expr) -> T.Expr:
+        if isinstance(e, T.Load) and e.buffer in accs:
+            if e.indices != indices:
+                raise NotAFold("a reduction step that reads its accumulator elsewhere")
+            return T.Load(f"acc_{accs[e.buffer]}", (), e.dtype)
+        if not reads_acc(e):
+            if isinstance(e, (T.IntImm, T.FloatImm)):
+                return e
+            if e not in params:
+                params[e] = T.Var(f"p_{len(params)}", dtype_of(e))
+            return params[e]
+        if isinstance(e, T.IfThenElse):
+            raise NotAFold("a lazy if_then_else that depends on an accumulator")
+        changes = {}
+        for f in dataclasses.fields(e):
+            v = getattr(e, f.name)
+            if isinstance(v, tuple):
+                changes[f.name] = tuple(walk(x) for x in v)
+            elif dataclasses.is_dataclass(v):
+                changes[f.name] = walk(v)
+        return dataclasses.replace(e, **changes)
+
+    steps = [walk(st.value) for st in stores]
+    text = repr((n, dtypes, steps))
+    return "fold_" + hashlib.sha256(text.encode()).hexdigest()[:16], list(params)

@@ -601,7 +601,7 @@ class PrimFuncEncoder:
         uninterpreted = self.uninterpreted_fold(stores, binding, red, n) \
             if n > reduction.FOLD_BOUND else None
 
-        def fold(env: dict[str, Val], ix: list[IX.Ix]) -> list[z3.ExprRef]:
+        def folded(env: dict[str, Val], ix: list[IX.Ix]) -> list[z3.ExprRef]:
             key = (tuple(v.term.get_id() for v in ix), tuple(g.get_id() for g in self.guards))
             if key in cache:
                 return cache[key][0]
@@ -625,7 +625,7 @@ class PrimFuncEncoder:
 
         for j, st in enumerate(stores):
             self.write(st, None, loops, binding, red,
-                       value_fn=lambda env, ix, j=j: fold(env, ix)[j])
+                       value_fn=lambda env, ix, j=j: folded(env, ix)[j])
 
     def uninterpreted_fold(self, stores: list[T.Store], binding: dict[str, Loop | int],
                            red: list[Loop], n: int

@@ -20,10 +20,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+from tvtv.encode.reduction import FOLD_BOUND
 from tvtv.ir import tir as T
 
 
-NOTE = "multi-buffer reduction: uninterpreted fold of its step (beyond 64 steps)"
+NOTE = f"multi-buffer reduction: uninterpreted fold of its step (beyond {FOLD_BOUND} steps)"
 
 
 class NotAFold(Exception):
@@ -52,37 +53,44 @@ def skeleton(stores: list[T.Store], dtypes: list[str], n: int) -> tuple[str, lis
     indices = stores[0].indices
     params: dict[T.Expr, T.Var] = {}
 
-    def reads_acc(e: object) -> bool:
-        if isinstance(e, T.Load) and e.buffer in accs:
-            return True
-        if isinstance(e, tuple):
-            return any(reads_acc(x) for x in e)
-        if dataclasses.is_dataclass(e):
-            return any(reads_acc(getattr(e, f.name)) for f in dataclasses.fields(e))
-        return False
+    def param(e: T.Expr) -> T.Expr:
+        """`e`, which reads no accumulator, in the skeleton: a constant stays, anything else
+        becomes its parameter."""
+        if isinstance(e, (T.IntImm, T.FloatImm)):
+            return e
+        if e not in params:
+            params[e] = T.Var(f"p_{len(params)}", dtype_of(e))
+        return params[e]
 
-    def walk(e: T.Expr) -> T.Expr:
+    def walk(e: T.Expr) -> T.Expr | None:
+        """`e` in the skeleton, or None when it reads no accumulator (the caller then makes
+        it, or an expression around it, a parameter): one pass, bottom-up."""
         if isinstance(e, T.Load) and e.buffer in accs:
             if e.indices != indices:
                 raise NotAFold("a reduction step that reads its accumulator elsewhere")
             return T.Load(f"acc_{accs[e.buffer]}", (), e.dtype)
-        if not reads_acc(e):
-            if isinstance(e, (T.IntImm, T.FloatImm)):
-                return e
-            if e not in params:
-                params[e] = T.Var(f"p_{len(params)}", dtype_of(e))
-            return params[e]
-        if isinstance(e, T.IfThenElse):
-            raise NotAFold("a lazy if_then_else that depends on an accumulator")
-        changes = {}
+        walked: dict[str, tuple] = {}   # field -> (its value, the value walked)
         for f in dataclasses.fields(e):
             v = getattr(e, f.name)
             if isinstance(v, tuple):
-                changes[f.name] = tuple(walk(x) for x in v)
+                walked[f.name] = (v, tuple(walk(x) for x in v))
             elif dataclasses.is_dataclass(v):
-                changes[f.name] = walk(v)
-        return dataclasses.replace(e, **changes)
+                walked[f.name] = (v, walk(v))
+        if all(w is None for _, ws in walked.values()
+               for w in (ws if isinstance(ws, tuple) else (ws,))):
+            return None
+        if isinstance(e, T.IfThenElse):
+            raise NotAFold("a lazy if_then_else that depends on an accumulator")
 
-    steps = [walk(st.value) for st in stores]
+        def keep(x: T.Expr, w: T.Expr | None) -> T.Expr:
+            return param(x) if w is None else w
+        return dataclasses.replace(e, **{
+            k: tuple(map(keep, v, w)) if isinstance(v, tuple) else keep(v, w)
+            for k, (v, w) in walked.items()})
+
+    steps = []
+    for st in stores:
+        w = walk(st.value)
+        steps.append(param(st.value) if w is None else w)
     text = repr((n, dtypes, steps))
     return "fold_" + hashlib.sha256(text.encode()).hexdigest()[:16], list(params)

@@ -43,7 +43,7 @@ from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
-from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, lambda_over_index, ravel, unravel
+from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import fold, intrinsics, ranges
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
@@ -607,11 +607,7 @@ class PrimFuncEncoder:
                 return cache[key][0]
             accs = [self.scalar(self.expr(it.value, env), self.buffers[it.buffer].dtype)
                     for it in inits]
-            if uninterpreted is not None:
-                accs = uninterpreted(env, accs)
-                cache[key] = (accs, (tuple(v.term for v in ix), tuple(self.guards)))
-                return accs
-            for k in range(n):
+            for k in range(n if uninterpreted is None else 0):
                 env2 = self.red_env(env, binding, red, idx(k))
                 saved = self.acc_override
                 self.acc_override = {st.buffer: (st.indices, a) for st, a in zip(stores, accs)}
@@ -620,6 +616,8 @@ class PrimFuncEncoder:
                             for st in stores]
                 finally:
                     self.acc_override = saved
+            if uninterpreted is not None:
+                accs = uninterpreted(env, accs)
             cache[key] = (accs, (tuple(v.term for v in ix), tuple(self.guards)))
             return accs
 
@@ -642,33 +640,22 @@ class PrimFuncEncoder:
             raise self.fail(f"multi-buffer reduction of {n} steps (at most "
                             f"{reduction.FOLD_BOUND} are unrolled): {e}") from None
         self.ctx.notes.add(fold.NOTE)
-        result_sorts = [self.sort(d) for d in dtypes]
+        result_sorts = [self.ctx.dom(d).sort for d in dtypes]
 
         def apply(env: dict[str, Val], inits: list[z3.ExprRef]) -> list[z3.ExprRef]:
             arrays = []
             for part in parts:
                 dtype = fold.dtype_of(part)
-                fill = self.zero(dtype)
-                arrays.append(lambda_over_index(lambda r, part=part, dtype=dtype, fill=fill: zf.If(
-                    z3.ULT(r, idx(n)),
-                    self.scalar(self.expr(part, self.red_env(env, binding, red, r)), dtype),
-                    fill), n))
+                arrays.append(reduction.term_array(
+                    self.ctx, dtype, n, lambda r, part=part, dtype=dtype: self.scalar(
+                        self.expr(part, self.red_env(env, binding, red, r)), dtype),
+                    self.ctx.dom(dtype).zero()))
             args = [*inits, *arrays]
             sorts = [a.sort() for a in args]
             return [self.ctx.uf(f"{name}_{j}", *sorts, s)(*args)
                     for j, s in enumerate(result_sorts)]
 
         return apply
-
-    def sort(self, dtype: str) -> z3.SortRef:
-        """The SMT sort of a `dtype` element."""
-        return z3.BoolSort() if is_bool(dtype) else self.ctx.dom(dtype).sort
-
-    def zero(self, dtype: str) -> z3.ExprRef:
-        """A fixed element of `dtype` (false, 0 or +0.0)."""
-        if is_bool(dtype):
-            return z3.BoolVal(False)
-        return self.ctx.dom(dtype).const(0.0 if is_float(dtype) else 0)
 
     def red_env(self, env: dict[str, Val], binding: dict[str, Loop | int], red: list[Loop],
                 r: z3.BitVecRef) -> dict[str, Val]:

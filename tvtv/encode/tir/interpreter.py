@@ -45,7 +45,7 @@ from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
-from tvtv.encode.tir import fold, intrinsics, ranges
+from tvtv.encode.tir import fold, intrinsics, ranges, row_major
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
 from tvtv.encode.tir.values import Loop, Reader, Sc, Val, undefined_tensor
 from tvtv.errors import Unsupported
@@ -58,16 +58,73 @@ CASES_BOUND = 16
 UNROLLED_STORES = 512
 
 
-def _readers(ctx: EncodeContext) -> dict[tuple[int, tuple[int, ...]], tuple[z3.ArrayRef, Reader]]:
+def _readers(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, dict[tuple[int, ...], Reader]]]:
     """Readers of the tensors PrimFuncs produced on this side, by the array's AST id, so a
     PrimFunc that consumes another's output inlines its body exactly as a fused PrimFunc
     inlines its intermediate buffer (FuseTIR's source and target then build equal terms).
-    Keyed by (array id, shape); the entry keeps the array alive, so the id is not reused."""
+    Per array, by shape: a reshape keeps the array (`row_major`) but reads it with a
+    multi-index of another rank. The entry keeps the array alive, so the id is not reused."""
     table = getattr(ctx, "tir_readers", None)
     if table is None:
         table = {}
         ctx.tir_readers = table
     return table
+
+
+def _known_reader(ctx: EncodeContext, t: Tensor) -> Reader | None:
+    """The reader a PrimFunc on this side gave `t`'s array under `t`'s shape; under another
+    shape, the first one recorded (its producer's), viewed in row-major order: so a tensor
+    that relax.reshape relabelled is read as a legalized reshape's output is."""
+    entry = _readers(ctx).get(t.arr.get_id())
+    if entry is None or not z3.eq(entry[0], t.arr):
+        return None
+    by_shape = entry[1]
+    shape = tuple(t.shape)
+    if shape not in by_shape:
+        first, reader = next(iter(by_shape.items()))
+        if math.prod(first) != t.numel:
+            return None    # the same array holding another number of elements: not a view
+        by_shape[shape] = row_major.reshaped(reader, first, shape)
+    return by_shape[shape]
+
+
+def _remember_reader(ctx: EncodeContext, t: Tensor, reader: Reader,
+                     base: tuple[z3.ArrayRef, tuple[int, ...], Reader] | None = None) -> None:
+    """Record `reader` for `t`. `base`, for a row-major copy (`row_major`): the array, shape
+    and reader of the tensor it copied, recorded first when nothing is recorded for that
+    array yet, so a later reader of that tensor under its own shape (another consumer of a
+    reshape's input) gets that reader back, not the copy's reader viewed twice."""
+    entry = _readers(ctx).get(t.arr.get_id())
+    if entry is None or not z3.eq(entry[0], t.arr):
+        entry = (t.arr, {})
+        _readers(ctx)[t.arr.get_id()] = entry
+        if base is not None and z3.eq(base[0], t.arr):
+            entry[1][base[1]] = base[2]
+    entry[1][tuple(t.shape)] = reader
+
+
+def _bind_rest(env: dict[str, Val], constant_loops: list[Loop], binding: dict[str, Loop | int]) -> None:
+    """Complete the environment of a bulk write's element, given its written loops' indices:
+    the loops it does not index stay at their start, iter vars follow their loops."""
+    for lp in constant_loops:
+        env[lp.var] = IX.constant(lp.lo)
+    for var, b in binding.items():
+        if isinstance(b, Loop):
+            if b.var in env:
+                env[var] = env[b.var]
+        else:
+            env[var] = IX.constant(b)
+
+
+def _index_arithmetic(e: T.Expr) -> bool:
+    """Is `e` integer arithmetic of variables and constants only (no load, no call)?"""
+    if isinstance(e, (T.Var, T.IntImm)):
+        return True
+    if isinstance(e, T.Binary):
+        return _index_arithmetic(e.a) and _index_arithmetic(e.b)
+    if isinstance(e, T.Cast):
+        return is_int(e.dtype) and _index_arithmetic(e.value)
+    return False
 
 
 def _array_reader(t: Tensor) -> Reader:
@@ -96,6 +153,8 @@ class PrimFuncEncoder:
         # buffer -> (its value, the range every element lies in), for a buffer one store
         # wrote whole (`ranges`); valid while `state` still holds that value
         self.ranges: dict[str, tuple[Tensor, ranges.Range]] = {}
+        # buffer -> (array, shape, reader) of the tensor a row-major copy gave it (`row_major`)
+        self.copied: dict[str, tuple[z3.ArrayRef, tuple[int, ...], Reader]] = {}
 
     # -- entry -----------------------------------------------------------------------------------
     def run(self, inputs: Sequence[Tensor], n_outputs: int) -> list[Tensor]:
@@ -109,9 +168,8 @@ class PrimFuncEncoder:
                 raise Unsupported(f"call_tir of {self.pf.name}: argument {t.shape} {t.dtype} for "
                                   f"buffer {buf.name} {buf.shape} {buf.dtype}")
             self.state[buf.id] = t
-            known = _readers(self.ctx).get((t.arr.get_id(), tuple(t.shape)))
-            self.readers[buf.id] = known[1] if known is not None and z3.eq(known[0], t.arr) \
-                else _array_reader(t)
+            known = _known_reader(self.ctx, t) if t.numel > 0 else None
+            self.readers[buf.id] = known if known is not None else _array_reader(t)
         outs = params[len(inputs):]
         for buf in outs:
             self.set_undefined(buf)
@@ -120,7 +178,7 @@ class PrimFuncEncoder:
         for b, t in zip(outs, results):
             # keyed by shape too: a reshape or squeeze that keeps the flat layout builds the
             # *same* array as its input, but its reader takes a multi-index of another rank
-            _readers(self.ctx)[(t.arr.get_id(), tuple(t.shape))] = (t.arr, self.readers[b.id])
+            _remember_reader(self.ctx, t, self.readers[b.id], self.copied.get(b.id))
         return results
 
     def run_in_place(self, args: Sequence[Tensor]) -> list[Tensor]:
@@ -132,8 +190,7 @@ class PrimFuncEncoder:
         finals = [self.state[b.id] for b in self.pf.params]
         for b, before, after in zip(self.pf.params, args, finals):
             if after is not before:   # written: later readers inline its producer, as in `run`
-                _readers(self.ctx)[(after.arr.get_id(), tuple(after.shape))] = \
-                    (after.arr, self.readers[b.id])
+                _remember_reader(self.ctx, after, self.readers[b.id], self.copied.get(b.id))
         return finals
 
     def set_undefined(self, buf: T.Buffer) -> None:
@@ -454,6 +511,9 @@ class PrimFuncEncoder:
             raise self.fail("init that stores elsewhere than the reduction")
         shape = buf.shape
         constant_loops = [lp for lp in loops if lp.var not in used and lp.var not in red_vars]
+        if init is None and not red and value_fn is None and \
+                self.row_major_copy(store, buf, dims, binding, constant_loops):
+            return
         old_reader = self.readers[store.buffer]
 
         def element(ix: list[IX.Ix]) -> z3.ExprRef:
@@ -477,14 +537,7 @@ class PrimFuncEncoder:
                         return old_reader(ix)
                     if v.lo != v.hi or v.const != dim:
                         conds.append(IX.eq(v, IX.constant(dim)))
-            for lp in constant_loops:
-                env[lp.var] = IX.constant(lp.lo)
-            for var, b in binding.items():
-                if isinstance(b, Loop):
-                    if b.var in env:
-                        env[var] = env[b.var]
-                else:
-                    env[var] = IX.constant(b)
+            _bind_rest(env, constant_loops, binding)
             guard = z3.simplify(zf.And(*conds)) if conds else z3.BoolVal(True)
             if z3.is_false(guard):
                 return old_reader(ix)
@@ -512,6 +565,47 @@ class PrimFuncEncoder:
                     if isinstance(dim, Loop) else size == 1 for dim, size in zip(dims, shape))
         if stored_range != ranges.TOP and whole:
             self.ranges[store.buffer] = (self.state[store.buffer], stored_range)
+
+    def row_major_copy(self, store: T.Store, buf: T.Buffer, dims: list[Loop | int],
+                       binding: dict[str, Loop | int], constant_loops: list[Loop]) -> bool:
+        """If `store` writes the whole of `buf` with another buffer's elements in row-major
+        order (a legalized reshape, squeeze, expand_dims or flatten), make `buf` that
+        buffer's array, as relax.reshape's encoder does, and say so (`row_major`)."""
+        src = store.value
+        if not (isinstance(src, T.Load) and src.buffer != store.buffer and src.buffer in self.state
+                and src.buffer not in self.acc_override and self.prog is None):
+            return False
+        t = self.state[src.buffer]
+        if t.dtype != buf.dtype or t.numel != math.prod(buf.shape) or t.numel == 0 \
+                or len(src.indices) != t.ndim:
+            return False
+        for dim, size in zip(dims, buf.shape):
+            whole = dim.dyn is None and dim.lo == 0 and dim.extent == size \
+                if isinstance(dim, Loop) else dim == 0 and size == 1
+            if not whole:
+                return False
+        out_ix = row_major.fresh_indices(buf.shape)
+        env: dict[str, Val] = {dim.var: v for dim, v in zip(dims, out_ix) if isinstance(dim, Loop)}
+        _bind_rest(env, constant_loops, binding)
+        if not all(_index_arithmetic(e) for e in src.indices):
+            return False   # (a loaded index would be read, and its UB recorded, at fresh indices)
+        try:
+            src_ix = [self.expr(e, env) for e in src.indices]
+        except Unsupported:
+            return False
+        if not all(isinstance(v, IX.Ix) for v in src_ix) or not row_major.is_row_major(
+                self.ctx, out_ix, buf.shape, src_ix, t.shape):   # type: ignore[arg-type]
+            return False
+        out = Tensor(tuple(buf.shape), buf.dtype, t.arr)
+        self.state[store.buffer] = out
+        self.readers[store.buffer] = row_major.reshaped(self.readers[src.buffer], t.shape, buf.shape)
+        root = self.copied.get(src.buffer)   # a copy of a copy: the first one's source
+        self.copied[store.buffer] = root if root is not None and z3.eq(root[0], t.arr) \
+            else (t.arr, tuple(t.shape), self.readers[src.buffer])
+        r = self.range_of(src.buffer)
+        if r != ranges.TOP:
+            self.ranges[store.buffer] = (out, r)
+        return True
 
     def stated_range(self, value: z3.ExprRef, dtype: str, r: ranges.Range) -> z3.ExprRef:
         """`value`, a stored element whose range `r` the TIR proves, with the range stated

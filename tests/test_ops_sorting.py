@@ -440,15 +440,55 @@ def dispatched(mod: Any) -> Any:
         return relax.backend.DispatchSortScan()(mod)
 
 
-@pytest.mark.parametrize("name", ["sort", "topk"])
-def test_dispatched_sort_is_unknown(name: str) -> None:
-    """DispatchSortScan lowers sort and topk to a `call_packed` of tvm.contrib.sort.sort /
-    topk: the TIR encoder cannot read those kernels, so the verdict is unknown, naming them."""
-    make, dtype, packed = LOWERED[name]
+def test_dispatched_topk_is_unknown() -> None:
+    """DispatchSortScan lowers topk to a `call_packed` of tvm.contrib.sort.topk: the TIR
+    encoder cannot read that kernel, so the verdict is unknown, naming it."""
+    make, dtype, packed = LOWERED["topk"]
     mod = typed_module(make, ((2, 4), dtype))
     (r,) = tvtv.verify(mod, dispatched(mod), timeout=20).results
     assert r.verdict == "unknown", r.to_dict()
     assert "call_packed" in r.reason and packed in r.reason, r.reason
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_dispatched_sort_is_proved_on_integers(dtype: str, descending: bool) -> None:
+    """DispatchSortScan's sort is the kernel tvm.contrib.sort.sort (`T.ExternSort` with
+    values), which the TIR encoder models: on integers (no NaN) it refines the spec."""
+    mod = typed_module(lambda p: O.sort(p, -1, descending), ((2, 4), dtype))
+    lowered = dispatched(mod)
+    assert "tvm.contrib.sort.sort" in lowered.script()
+    (r,) = tvtv.verify(mod, lowered, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_dispatched_sort_is_refuted_on_nan_and_proved_without() -> None:
+    """On float32 the kernel's NaN-blind comparator leaves a row with NaN unsorted (the
+    finding of test_vm_sort_nan_finding, found by the checker); proved under no-nan, where
+    the kernel's order is the stable one, -0.0/+0.0 ties included."""
+    mod = typed_module(lambda p: O.sort(p, 0, False), ((3,), "float32"))
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=30).results
+    assert_refuted_on_nan(r)
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=30, assume=["no-nan"]).results
+    assert r.verdict == "proved", r.to_dict()
+
+
+def test_a_broken_dispatched_sort_is_refuted() -> None:
+    """The twin: the kernel called descending where the spec sorts ascending."""
+    mod = typed_module(lambda p: O.sort(p, -1, False), ((2, 3), "int32"))
+    text = dispatched(mod).script()
+    assert text.count("T.bool(True)") == 1, text   # is_ascend
+    broken = tvm_bridge.parse_script(text.replace("T.bool(True)", "T.bool(False)"))
+    (r,) = tvtv.verify(mod, broken, timeout=20).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+
+
+def test_dispatched_sort_of_8bit_integers_is_unsupported() -> None:
+    """sort.cc's kernel rejects int8 at run time (test_vm_sort_rejects_8bit_integers): the
+    encoder says so instead of modelling a sort."""
+    mod = typed_module(lambda p: O.sort(p, -1, False), ((2, 3), "int8"))
+    (r,) = tvtv.verify(mod, dispatched(mod), timeout=20).results
+    assert r.verdict == "unknown" and "tvm.contrib.sort.sort of int8" in r.reason, r.to_dict()
 
 
 def test_dispatched_argsort_is_proved_on_integers() -> None:

@@ -201,18 +201,21 @@ class Nop:
 
 
 @dataclass(frozen=True)
-class ExternArgsort:
-    """`T.call_packed("tvm.contrib.sort.argsort", data, out, axis, is_ascend)`: topi.argsort's
-    CPU kernel (compiled C++, not TIR) writing, for every row of `data` along `axis`, the
-    row's positions in sorted order into `out` (buffer ids, both of the same shape)."""
+class ExternSort:
+    """`T.call_packed("tvm.contrib.sort.argsort" or "tvm.contrib.sort.sort", data, out, axis,
+    is_ascend)`: the CPU kernels of topi.argsort and of relax.build's DispatchSortScan (compiled
+    C++, not TIR) writing, for every row of `data` along `axis`, the row's positions in sorted
+    order (argsort) or its sorted values (`values`: sort) into `out` (buffer ids, both of the
+    same shape)."""
 
     data: str
     out: str
     axis: int
     ascending: bool
+    values: bool = False
 
 
-Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop, ExternArgsort]
+Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop, ExternSort]
 
 
 @dataclass(frozen=True)
@@ -226,14 +229,14 @@ class PrimFunc:
 
 
 def written_buffers(node: object) -> set[str]:
-    """The ids of the buffers some statement of `node` writes (stores, argsort's output)."""
+    """The ids of the buffers some statement of `node` writes (stores, a sort kernel's output)."""
     found: set[str] = set()
     todo = [node]
     while todo:
         n = todo.pop()
         if isinstance(n, Store):
             found.add(n.buffer)
-        elif isinstance(n, ExternArgsort):
+        elif isinstance(n, ExternSort):
             found.add(n.out)
         if isinstance(n, (tuple, list)):
             todo.extend(n)

@@ -25,6 +25,8 @@ _COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "g
 # "pragma_scope" (the IR-builder TIR LegalizeOps emits for scatter_elements and scatter_nd,
 # `T.attr({"pragma_scope": "seq"})` around their loops) asks for sequential execution.
 NEUTRAL_ATTRS = frozenset({"pragma_scope"})
+# the sort kernels read as `T.ExternSort`: name -> does it write values (else positions)
+EXTERN_SORTS = {"tvm.contrib.sort.argsort": False, "tvm.contrib.sort.sort": True}
 
 
 def _int(e: Any, what: str) -> int:
@@ -125,10 +127,11 @@ class _TIRReader:
             op = getattr(getattr(s.value, "op", None), "name", "")
             if op.endswith("call_packed") and s.value.args and \
                     type(s.value.args[0]).__name__ == "StringImm":
-                # topi's extern kernels (tvm.contrib.sort.*): compiled C++, not TIR; the one
-                # LegalizeOps emits (median's argsort) has its own statement
-                if s.value.args[0].value == "tvm.contrib.sort.argsort":
-                    return self.extern_argsort(s.value.args)
+                # topi's extern kernels (tvm.contrib.sort.*): compiled C++, not TIR; the ones
+                # LegalizeOps (median's argsort) and DispatchSortScan (sort) emit have their
+                # own statement
+                if s.value.args[0].value in EXTERN_SORTS:
+                    return self.extern_sort(s.value.args)
                 raise self.fail(f"call_packed of the external function {s.value.args[0].value}")
             text = str(s.value)
             raise self.fail(f"statement T.evaluate({text[:160]}{'...' if len(text) > 160 else ''})")
@@ -152,19 +155,22 @@ class _TIRReader:
             raise self.fail(f"packed-call array of {buf.name} that is not the whole buffer")
         return buf
 
-    def extern_argsort(self, args: Any) -> T.ExternArgsort:
-        """`tvm.contrib.sort.argsort(data, out, axis, is_ascend)` (src/runtime/contrib/sort/
-        sort.cc: std::stable_sort of each row with `<`, or `>` when descending)."""
+    def extern_sort(self, args: Any) -> T.ExternSort:
+        """`tvm.contrib.sort.argsort` or `tvm.contrib.sort.sort`, `(data, out, axis,
+        is_ascend)` (src/runtime/contrib/sort/sort.cc: std::stable_sort of each row with `<`,
+        or `>` when descending)."""
+        name = args[0].value
         if len(args) != 5:
-            raise self.fail(f"tvm.contrib.sort.argsort with {len(args) - 1} arguments")
+            raise self.fail(f"{name} with {len(args) - 1} arguments")
         data, out = self.packed_array(args[1]), self.packed_array(args[2])
         if data.shape != out.shape:
-            raise self.fail("tvm.contrib.sort.argsort into a buffer of another shape")
-        axis = _int(args[3], "argsort axis")
+            raise self.fail(f"{name} into a buffer of another shape")
+        axis = _int(args[3], f"{name} axis")
         axis = axis + len(data.shape) if axis < 0 else axis
         if not 0 <= axis < len(data.shape):
-            raise self.fail(f"tvm.contrib.sort.argsort along axis {axis}")
-        return T.ExternArgsort(data.id, out.id, axis, bool(_int(args[4], "argsort direction")))
+            raise self.fail(f"{name} along axis {axis}")
+        return T.ExternSort(data.id, out.id, axis, bool(_int(args[4], f"{name} direction")),
+                            values=EXTERN_SORTS[name])
 
     def block(self, realize: Any) -> T.Block:
         b = realize.block

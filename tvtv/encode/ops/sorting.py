@@ -23,7 +23,7 @@ tvm.contrib.sort.*, a std::stable_sort with `<` / `>` comparators). Off NaN that
 with the spec, ties and -0.0/+0.0 included, in both directions; a NaN breaks its
 comparator's strict weak order and the output is not sorted (findings, pinned in the tests).
 median *is* legalized: topi.argsort (the same `call_packed`) then gathers; the TIR interpreter
-models that kernel with `sorted_along` (`PrimFuncEncoder.extern_argsort`).
+models that kernel with `sorted_along` (`PrimFuncEncoder.extern_sort`).
 """
 from __future__ import annotations
 

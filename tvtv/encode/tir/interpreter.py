@@ -22,9 +22,10 @@ positions read from an index tensor) is unrolled over its loops' iterations, at 
 `UNROLLED_STORES` (`write_unrolled`). A loop whose body allocates local buffers or runs a
 `while` loop (the IR-builder TIR of topi.searchsorted, LegalizeOps' bucketize) is a *scalar
 program*, run once over a symbolic iteration (`program.py`; its `while` unrolled until a solver
-shows the condition false, at most `WHILE_ROUNDS` rounds). The one compiled kernel LegalizeOps
-calls, `tvm.contrib.sort.argsort` (median's sort), is modelled (`extern_argsort`). Everything
-else raises `Unsupported` naming the PrimFunc and block.
+shows the condition false, at most `WHILE_ROUNDS` rounds). Two compiled kernels are modelled
+(`extern_sort`): `tvm.contrib.sort.argsort`, which LegalizeOps calls for median, and
+`tvm.contrib.sort.sort`, which DispatchSortScan calls for sort. Everything else raises
+`Unsupported` naming the PrimFunc and block.
 """
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ CASES_BOUND = 16
 # Largest number of iterations a store at computed indices is unrolled over
 # (`PrimFuncEncoder.write_unrolled`).
 UNROLLED_STORES = 512
+# the dtypes tvm.contrib.sort.sort sorts (src/runtime/contrib/sort/sort.cc; any other is a
+# fatal "Unsupported input dtype" at run time)
+KERNEL_SORT_DTYPES = frozenset({"float16", "float32", "float64", "int32", "int64"})
 
 
 def _readers(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, dict[tuple[int, ...], Reader]]]:
@@ -276,39 +280,56 @@ class PrimFuncEncoder:
             self.write(s, None, loops, {}, [])
         elif isinstance(s, T.Nop):
             pass
-        elif isinstance(s, T.ExternArgsort):
-            self.extern_argsort(s, loops)
+        elif isinstance(s, T.ExternSort):
+            self.extern_sort(s, loops)
         else:
             raise self.fail(f"statement {type(s).__name__}")
 
-    def extern_argsort(self, s: T.ExternArgsort, loops: list[Loop]) -> None:
-        """topi.argsort's CPU kernel, tvm.contrib.sort.argsort: std::stable_sort of each row
-        with `<` (ascending) or `>` (descending), the row's positions written to `out`.
+    def extern_sort(self, s: T.ExternSort, loops: list[Loop]) -> None:
+        """The CPU kernels tvm.contrib.sort.argsort (topi.argsort) and tvm.contrib.sort.sort
+        (DispatchSortScan's sort): std::stable_sort of each row with `<` (ascending) or `>`
+        (descending), writing the row's positions, or its values, in that order to `out`.
 
         Off NaN that is the stable order of `sorting.sorted_along`, ties (-0.0/+0.0 too) in
         input order in both directions (measured on the VM: tests/test_ops_sorting.py). A NaN
         makes `<` no strict weak order (it compares false both ways), which leaves std::
         stable_sort's result unspecified: a row holding a NaN gets an arbitrary permutation,
-        modelled as arbitrary positions in [0, n) (a fresh array), so a source that pins
-        those positions (numpy's NaN-last order) differs from the target there."""
+        modelled as arbitrary positions in [0, n) (a fresh array), and for sort the row's
+        elements at those positions, so a source that pins that order (numpy's NaN-last
+        order) differs from the target there. sort.cc's `sort` takes float16/32/64 and
+        int32/int64 only (any other dtype is a fatal error at run time): other dtypes are
+        unsupported here."""
+        what = "tvm.contrib.sort.sort" if s.values else "tvm.contrib.sort.argsort"
         if loops:
-            raise self.fail("tvm.contrib.sort.argsort inside a loop")
+            raise self.fail(f"{what} inside a loop")
         x, out = self.state[s.data], self.buffers[s.out]
         n = x.shape[s.axis]
         if n > SORT_BOUND:
-            raise self.fail(f"tvm.contrib.sort.argsort along an axis of {n} elements (limit "
+            raise self.fail(f"{what} along an axis of {n} elements (limit "
                             f"{SORT_BOUND}: the encoding compares every pair)")
-        if not is_int(out.dtype):
-            raise self.fail(f"tvm.contrib.sort.argsort into a buffer of {out.dtype}")
-        order = sorted_along(self.ctx, x, s.axis, not s.ascending, n, out.dtype)
+        if s.values and (out.dtype != x.dtype or x.dtype not in KERNEL_SORT_DTYPES):
+            raise self.fail(f"{what} of {x.dtype} into {out.dtype} (the kernel sorts "
+                            f"{', '.join(sorted(KERNEL_SORT_DTYPES))} into the same dtype)")
+        if not s.values and not is_int(out.dtype):
+            raise self.fail(f"{what} into a buffer of {out.dtype}")
+        order = sorted_along(self.ctx, x, s.axis, not s.ascending, n,
+                             None if s.values else out.dtype)
         if is_float(x.dtype):
-            dom, odom = self.ctx.dom(x.dtype), self.ctx.dom(out.dtype)
-            arbitrary = self.undefined(out)
+            dom = self.ctx.dom(x.dtype)
+            pos_dtype = "int32" if s.values else out.dtype
+            odom = self.ctx.dom(pos_dtype)
+            arbitrary = undefined_tensor(self.ctx, out.shape, pos_dtype, f"{out.name}_order",
+                                         f"order of a row with NaN in {self.pf.name}")
 
             def elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
                 row = [x.at_multi(ix[:s.axis] + [idx(m)] + ix[s.axis + 1:]) for m in range(n)]
                 a = arbitrary.at_multi(ix)
-                some = zf.If(z3.ULT(a, odom.const(n)), a, odom.const(0))
+                if s.values:   # the row's element at that position
+                    some = row[0]
+                    for m in range(1, n):
+                        some = zf.If(a == odom.const(m), row[m], some)
+                else:
+                    some = zf.If(z3.ULT(a, odom.const(n)), a, odom.const(0))
                 return zf.If(zf.Or(*[dom.is_nan(v) for v in row]), some, order.at_multi(ix))
             order = Tensor.from_fn(x.shape, out.dtype, elem)
         self.state[s.out] = order

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import z3
 
 from tvtv import z3fast as zf
-from tvtv.encode.tensor import INDEX_BITS, idx, ravel
+from tvtv.encode.tensor import INDEX_BITS, idx
 from tvtv.errors import Unsupported
 
 LIMIT = 1 << (INDEX_BITS - 1)
@@ -48,11 +48,6 @@ class Ix:
 def constant(v: int) -> Ix:
     _fits(v, v, "constant")
     return Ix(idx(v % (1 << INDEX_BITS)), v, v)
-
-
-def flat(ix: "list[Ix] | tuple[Ix, ...]", shape: tuple[int, ...] | list[int]) -> z3.BitVecRef:
-    """The row-major flat position of multi-index `ix` in `shape` (constants as numerals)."""
-    return ravel([v.const if v.const is not None else v.term for v in ix], shape)
 
 
 def _fits(lo: int, hi: int, what: str) -> None:

@@ -44,7 +44,7 @@ from tvtv.encode import reduction
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
-from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, unravel
+from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir import fold, intrinsics, ranges, row_major
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
@@ -132,7 +132,8 @@ def _index_arithmetic(e: T.Expr) -> bool:
 
 
 def _array_reader(t: Tensor) -> Reader:
-    return lambda ix: t.at(IX.flat(ix, t.shape)) if t.shape else t.at(0)
+    return lambda ix: t.at(ravel([v.const if v.const is not None else v.term for v in ix],
+                                 t.shape)) if t.shape else t.at(0)
 
 
 class PrimFuncEncoder:
@@ -604,11 +605,11 @@ class PrimFuncEncoder:
                 if isinstance(dim, Loop) else dim == 0 and size == 1
             if not whole:
                 return False
-        if not all(_index_arithmetic(e) for e in src.indices):
-            return False   # (a loaded index would be read, and its UB recorded, at fresh indices)
         out_ix = row_major.fresh_indices(buf.shape)
         env: dict[str, Val] = {dim.var: v for dim, v in zip(dims, out_ix) if isinstance(dim, Loop)}
         _bind_rest(env, constant_loops, binding)
+        if not all(_index_arithmetic(e) for e in src.indices):
+            return False   # (a loaded index would be read, and its UB recorded, at fresh indices)
         try:
             src_ix = [self.expr(e, env) for e in src.indices]
         except Unsupported:

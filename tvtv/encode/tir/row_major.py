@@ -27,7 +27,7 @@ from typing import Sequence
 import z3
 
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.tensor import INDEX_BITS, idx
+from tvtv.encode.tensor import INDEX_BITS, idx, ravel
 from tvtv.encode.tir import index as IX
 from tvtv.encode.tir.values import Reader
 
@@ -72,7 +72,9 @@ def _prove(out_ix: Sequence[IX.Ix], out_shape: Sequence[int], src_ix: Sequence[I
             wrong.append(IX.lt(v, IX.constant(0)))
         if v.hi >= size:
             wrong.append(IX.le(IX.constant(size), v))
-    wrong.append(IX.flat(src_ix, src_shape) != IX.flat(out_ix, out_shape))
+    src_flat = ravel([v.const if v.const is not None else v.term for v in src_ix], src_shape)
+    out_flat = ravel([v.const if v.const is not None else v.term for v in out_ix], out_shape)
+    wrong.append(src_flat != out_flat)
     s = z3.Solver()
     s.set("timeout", QUERY_MS)
     s.add(*within, z3.Or(*wrong))

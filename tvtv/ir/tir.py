@@ -215,7 +215,23 @@ class ExternSort:
     values: bool = False
 
 
-Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop, ExternSort]
+@dataclass(frozen=True)
+class ExternTopK:
+    """`T.call_packed("tvm.contrib.sort.topk", data, [values], [indices], k, axis, ret_type,
+    is_ascend)`: the CPU kernel of relax.build's DispatchSortScan for topk (compiled C++),
+    writing, for every row of `data` along `axis`, the first `k` (the whole row when k < 1)
+    elements of the row's order, as values into `values` and as positions into `indices`
+    (buffer ids; None where `ret_type` leaves that output out)."""
+
+    data: str
+    values: str | None
+    indices: str | None
+    k: int
+    axis: int
+    ascending: bool
+
+
+Stmt = Union[For, Seq, Block, Store, IfStmt, Let, Alloc, While, Nop, ExternSort, ExternTopK]
 
 
 @dataclass(frozen=True)
@@ -238,6 +254,8 @@ def written_buffers(node: object) -> set[str]:
             found.add(n.buffer)
         elif isinstance(n, ExternSort):
             found.add(n.out)
+        elif isinstance(n, ExternTopK):
+            found.update(b for b in (n.values, n.indices) if b is not None)
         if isinstance(n, (tuple, list)):
             todo.extend(n)
         elif dataclasses.is_dataclass(n) and not isinstance(n, type):

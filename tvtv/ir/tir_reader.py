@@ -27,6 +27,9 @@ _COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "g
 NEUTRAL_ATTRS = frozenset({"pragma_scope"})
 # the sort kernels read as `T.ExternSort`: name -> does it write values (else positions)
 EXTERN_SORTS = {"tvm.contrib.sort.argsort": False, "tvm.contrib.sort.sort": True}
+# the top-k kernel, read as `T.ExternTopK`; ret_type -> which outputs it passes
+EXTERN_TOPK = "tvm.contrib.sort.topk"
+TOPK_OUTPUTS = {"both": ("values", "indices"), "values": ("values",), "indices": ("indices",)}
 
 
 def _int(e: Any, what: str) -> int:
@@ -132,6 +135,8 @@ class _TIRReader:
                 # own statement
                 if s.value.args[0].value in EXTERN_SORTS:
                     return self.extern_sort(s.value.args)
+                if s.value.args[0].value == EXTERN_TOPK:
+                    return self.extern_topk(s.value.args)
                 raise self.fail(f"call_packed of the external function {s.value.args[0].value}")
             text = str(s.value)
             raise self.fail(f"statement T.evaluate({text[:160]}{'...' if len(text) > 160 else ''})")
@@ -171,6 +176,34 @@ class _TIRReader:
             raise self.fail(f"{name} along axis {axis}")
         return T.ExternSort(data.id, out.id, axis, bool(_int(args[4], f"{name} direction")),
                             values=EXTERN_SORTS[name])
+
+    def extern_topk(self, args: Any) -> T.ExternTopK:
+        """`tvm.contrib.sort.topk`, `(data, outputs.., k, axis, ret_type, is_ascend)`: the
+        outputs are (values, indices), (values,) or (indices,) as `ret_type` says
+        (src/runtime/contrib/sort/sort.cc)."""
+        if len(args) < 6:
+            raise self.fail(f"{EXTERN_TOPK} with {len(args) - 1} arguments")
+        ret = args[-2]
+        if type(ret).__name__ != "StringImm" or ret.value not in TOPK_OUTPUTS:
+            raise self.fail(f"{EXTERN_TOPK} with ret_type {ret}")
+        names = TOPK_OUTPUTS[ret.value]
+        if len(args) != 6 + len(names):
+            raise self.fail(f"{EXTERN_TOPK} ({ret.value}) with {len(args) - 1} arguments")
+        data = self.packed_array(args[1])
+        outs = dict(zip(names, (self.packed_array(a) for a in args[2:2 + len(names)])))
+        axis = _int(args[-3], f"{EXTERN_TOPK} axis")
+        axis = axis + len(data.shape) if axis < 0 else axis
+        if not 0 <= axis < len(data.shape):
+            raise self.fail(f"{EXTERN_TOPK} along axis {axis}")
+        for out in outs.values():
+            if len(out.shape) != len(data.shape) or any(
+                    a != b for d, (a, b) in enumerate(zip(out.shape, data.shape)) if d != axis):
+                raise self.fail(f"{EXTERN_TOPK} into {out.name} of shape {out.shape} "
+                                f"from data of shape {data.shape}")
+        values, indices = outs.get("values"), outs.get("indices")
+        return T.ExternTopK(data.id, values.id if values else None,
+                            indices.id if indices else None, _int(args[-4], f"{EXTERN_TOPK} k"),
+                            axis, bool(_int(args[-1], f"{EXTERN_TOPK} direction")))
 
     def block(self, realize: Any) -> T.Block:
         b = realize.block

@@ -22,9 +22,10 @@ positions read from an index tensor) is unrolled over its loops' iterations, at 
 `UNROLLED_STORES` (`write_unrolled`). A loop whose body allocates local buffers or runs a
 `while` loop (the IR-builder TIR of topi.searchsorted, LegalizeOps' bucketize) is a *scalar
 program*, run once over a symbolic iteration (`program.py`; its `while` unrolled until a solver
-shows the condition false, at most `WHILE_ROUNDS` rounds). Two compiled kernels are modelled
-(`extern_sort`): `tvm.contrib.sort.argsort`, which LegalizeOps calls for median, and
-`tvm.contrib.sort.sort`, which DispatchSortScan calls for sort. Everything else raises
+shows the condition false, at most `WHILE_ROUNDS` rounds). Three compiled kernels are modelled
+(`extern_sort`, `extern_topk`): `tvm.contrib.sort.argsort`, which LegalizeOps calls for median,
+and `tvm.contrib.sort.sort` and `tvm.contrib.sort.topk`, which DispatchSortScan calls for sort
+and topk. Everything else raises
 `Unsupported` naming the PrimFunc and block.
 """
 from __future__ import annotations
@@ -60,6 +61,8 @@ UNROLLED_STORES = 512
 # the dtypes tvm.contrib.sort.sort sorts (src/runtime/contrib/sort/sort.cc; any other is a
 # fatal "Unsupported input dtype" at run time)
 KERNEL_SORT_DTYPES = frozenset({"float16", "float32", "float64", "int32", "int64"})
+# the data dtypes tvm.contrib.sort.topk takes (sort.cc; any other is a fatal error at run time)
+KERNEL_TOPK_DTYPES = KERNEL_SORT_DTYPES | {"int8", "uint8"}
 
 
 def _readers(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, dict[tuple[int, ...], Reader]]]:
@@ -282,6 +285,8 @@ class PrimFuncEncoder:
             pass
         elif isinstance(s, T.ExternSort):
             self.extern_sort(s, loops)
+        elif isinstance(s, T.ExternTopK):
+            self.extern_topk(s, loops)
         else:
             raise self.fail(f"statement {type(s).__name__}")
 
@@ -293,9 +298,9 @@ class PrimFuncEncoder:
         Off NaN that is the stable order of `sorting.sorted_along`, ties (-0.0/+0.0 too) in
         input order in both directions (measured on the VM: tests/test_ops_sorting.py). A NaN
         makes `<` no strict weak order (it compares false both ways), which leaves std::
-        stable_sort's result unspecified: a row holding a NaN gets an arbitrary permutation,
-        modelled as arbitrary positions in [0, n) (a fresh array), and for sort the row's
-        elements at those positions, so a source that pins that order (numpy's NaN-last
+        stable_sort's result unspecified: a row holding a NaN gets arbitrary positions in
+        [0, n) (`nan_row_positions`: a function of the row, the same on both sides of a
+        pass), and for sort the row's elements at those positions, so a source that pins that order (numpy's NaN-last
         order) differs from the target there. sort.cc's `sort` takes float16/32/64 and
         int32/int64 only (any other dtype is a fatal error at run time): other dtypes are
         unsupported here."""
@@ -314,26 +319,113 @@ class PrimFuncEncoder:
             raise self.fail(f"{what} into a buffer of {out.dtype}")
         order = sorted_along(self.ctx, x, s.axis, not s.ascending, n,
                              None if s.values else out.dtype)
-        if is_float(x.dtype):
-            dom = self.ctx.dom(x.dtype)
-            pos_dtype = "int32" if s.values else out.dtype
-            odom = self.ctx.dom(pos_dtype)
-            arbitrary = undefined_tensor(self.ctx, out.shape, pos_dtype, f"{out.name}_order",
-                                         f"order of a row with NaN in {self.pf.name}")
-
-            def elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
-                row = [x.at_multi(ix[:s.axis] + [idx(m)] + ix[s.axis + 1:]) for m in range(n)]
-                a = arbitrary.at_multi(ix)
-                if s.values:   # the row's element at that position
-                    some = row[0]
-                    for m in range(1, n):
-                        some = zf.If(a == odom.const(m), row[m], some)
-                else:
-                    some = zf.If(z3.ULT(a, odom.const(n)), a, odom.const(0))
-                return zf.If(zf.Or(*[dom.is_nan(v) for v in row]), some, order.at_multi(ix))
-            order = Tensor.from_fn(x.shape, out.dtype, elem)
+        pos_dtype = "int32" if s.values else out.dtype
+        chosen = self.nan_row_positions("sort", x, s.axis, n, s.ascending, pos_dtype)
+        if chosen is not None:
+            order = self.nan_rows_arbitrary(order, x, s.axis, n, chosen, pos_dtype, s.values)
         self.state[s.out] = order
         self.readers[s.out] = _array_reader(order)
+
+    def extern_topk(self, s: T.ExternTopK, loops: list[Loop]) -> None:
+        """The CPU kernel tvm.contrib.sort.topk (DispatchSortScan's topk): per row, a heap of
+        the k best (value, position) pairs, then std::stable_sort of it, with comparators that
+        order equal values by position (`stable_comparison`), written as values and/or
+        positions. k < 1 means the whole row.
+
+        Off NaN that is the first k of the stable order (`sorting.sorted_along`), ties
+        (-0.0/+0.0 too) in input order, as the Relax topk encoder has it. A NaN compares false
+        both ways and breaks the heap's and the sort's order: a row holding a NaN gets
+        arbitrary positions in [0, n) (`nan_row_positions`) and, as values, the row's elements at those same
+        positions (the kernel writes both from one pair). With k above the row's length the
+        kernel writes the n pairs it has at a row stride of k, so the rest of each output row
+        is memory nothing wrote (arbitrary)."""
+        what = "tvm.contrib.sort.topk"
+        if loops:
+            raise self.fail(f"{what} inside a loop")
+        x = self.state[s.data]
+        n = x.shape[s.axis]
+        if n > SORT_BOUND:
+            raise self.fail(f"{what} along an axis of {n} elements (limit "
+                            f"{SORT_BOUND}: the encoding compares every pair)")
+        if x.dtype not in KERNEL_TOPK_DTYPES:
+            # measured on the VM: bfloat16 runs and returns values not of the row, int16
+            # and others fail at run time (tests/test_ops_sorting.py, docs/findings.md)
+            run = "runs and gives wrong values" if x.dtype == "bfloat16" else "fails at run time"
+            raise self.fail(f"{what} of {x.dtype} (the kernel takes "
+                            f"{', '.join(sorted(KERNEL_TOPK_DTYPES))}; {x.dtype} {run})")
+        k = n if s.k < 1 else s.k
+        values = self.buffers[s.values] if s.values is not None else None
+        indices = self.buffers[s.indices] if s.indices is not None else None
+        for out in (values, indices):
+            if out is not None and out.shape[s.axis] != k:
+                raise self.fail(f"{what} with k = {k} into {out.name}, whose axis {s.axis} "
+                                f"has {out.shape[s.axis]} elements (the kernel writes rows "
+                                f"{k} apart)")
+        if values is not None and values.dtype != x.dtype:
+            raise self.fail(f"{what} of {x.dtype} into values of {values.dtype}")
+        if indices is not None and indices.dtype not in ("int32", "int64"):
+            raise self.fail(f"{what} into indices of {indices.dtype}")
+        pos_dtype = indices.dtype if indices is not None else "int32"
+        chosen = self.nan_row_positions("topk", x, s.axis, k, s.ascending, pos_dtype)
+        for out, as_values in ((values, True), (indices, False)):
+            if out is None:
+                continue
+            order = sorted_along(self.ctx, x, s.axis, not s.ascending, min(k, n),
+                                 None if as_values else out.dtype)
+            if chosen is not None:
+                order = self.nan_rows_arbitrary(order, x, s.axis, n, chosen, pos_dtype, as_values)
+            if k > n:
+                order = self.past_the_row(order, out, s.axis, n)
+            self.state[out.id] = order
+            self.readers[out.id] = _array_reader(order)
+
+    def nan_row_positions(self, kernel: str, x: Tensor, axis: int, length: int, ascending: bool,
+                          dtype: str) -> Callable[[list[z3.ExprRef], z3.BitVecRef], z3.ExprRef] | None:
+        """For a sort kernel on floats: the position (of `dtype`) it leaves at place j of a
+        row holding a NaN, where its NaN-blind comparator gives no order. Unspecified, but
+        the kernel is deterministic: one uninterpreted function of the row's values and j,
+        shared by source and target (a fresh array per side would make the same kernel on
+        both sides of a pass that keeps it, RewriteDataflowReshape's, differ). The order
+        depends on the values only through comparisons, which the row's terms decide.
+        None for integers, which have no NaN."""
+        if not is_float(x.dtype):
+            return None
+        n = x.shape[axis]
+        sort = self.ctx.dom(x.dtype).sort
+        f = self.ctx.uf(f"tvtv_{kernel}_nan_order_{x.dtype}_{n}_{length}_"
+                        f"{'asc' if ascending else 'desc'}_{dtype}",
+                        *([sort] * n), idx(0).sort(), self.ctx.dom(dtype).sort)
+        return lambda row, j: f(*row, j)
+
+    def nan_rows_arbitrary(self, order: Tensor, x: Tensor, axis: int, n: int,
+                           chosen: Callable[[list[z3.ExprRef], z3.BitVecRef], z3.ExprRef],
+                           pos_dtype: str, as_values: bool) -> Tensor:
+        """`order` where its row of `x` holds no NaN; elsewhere the positions `chosen` (in
+        [0, n), else 0) or, `as_values`, the row's elements at them."""
+        dom = self.ctx.dom(x.dtype)
+        pdom = self.ctx.dom(pos_dtype)
+
+        def elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
+            row = [x.at_multi(ix[:axis] + [idx(m)] + ix[axis + 1:]) for m in range(n)]
+            a = chosen(row, ix[axis])
+            if as_values:   # the row's element at that position
+                some = row[0]
+                for m in range(1, n):
+                    some = zf.If(a == pdom.const(m), row[m], some)
+            else:
+                some = zf.If(z3.ULT(a, pdom.const(n)), a, pdom.const(0))
+            return zf.If(zf.Or(*[dom.is_nan(v) for v in row]), some, order.at_multi(ix))
+        return Tensor.from_fn(order.shape, order.dtype, elem)
+
+    def past_the_row(self, order: Tensor, out: T.Buffer, axis: int, n: int) -> Tensor:
+        """`order` (n elements along `axis`) in `out`'s shape: positions n.. of each row are
+        memory the kernel never wrote, arbitrary."""
+        rest = undefined_tensor(self.ctx, out.shape, out.dtype, f"{out.name}_unwritten")
+
+        def elem(ix: list[z3.BitVecRef]) -> z3.ExprRef:
+            inside = ix[:axis] + [zf.If(z3.ULT(ix[axis], idx(n)), ix[axis], idx(0))] + ix[axis + 1:]
+            return zf.If(z3.ULT(ix[axis], idx(n)), order.at_multi(inside), rest.at_multi(ix))
+        return Tensor.from_fn(out.shape, out.dtype, elem)
 
     def adopt_init(self, store: T.Store, red: list[Loop], binding: dict[str, Loop | int]) -> T.Store:
         """The enclosing scope block's init, as the init of `store` (which must accumulate

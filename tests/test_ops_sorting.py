@@ -904,3 +904,16 @@ def test_a_pass_that_keeps_the_kernel_is_proved_on_rows_with_nan(make: Any) -> N
     assert "R.negative" in src.script() and "R.negative" not in tgt.script()
     (r,) = tvtv.verify(src, tgt, timeout=30).results
     assert r.verdict == "proved", r.to_dict()
+
+
+def test_the_written_columns_of_a_topk_above_the_axis_length_are_proved() -> None:
+    """With k = 9 on an axis of 5 the kernel writes 5 pairs a row at a row stride of 9: the
+    first 5 columns of its output are the spec's (the rest is never written, arbitrary), so
+    slicing them off after DispatchSortScan refines the spec's clamped topk."""
+    def sliced(p: Any) -> Any:
+        return O.strided_slice(O.topk(p, 9, -1, "indices", True, "int32"), [1], [0], [5])
+    mod = typed_module(sliced, ((2, 5), "int32"))
+    lowered = dispatched(mod)
+    assert "(2, 9)" in lowered.script()
+    (r,) = tvtv.verify(mod, lowered, timeout=30).results
+    assert r.verdict == "proved", r.to_dict()

@@ -16,17 +16,28 @@ from tvm.script import relax as R
 
 import tvtv
 from tvtv.api import IEEE_TIMED_OUT, _demote_unshown
-from tvtv.encode.abstraction import LADDERS, worth_climbing, worth_refining
+from tvtv.encode.abstraction import LADDERS, OPAQUE_NOTE, worth_climbing, worth_refining
 from tvtv.encode.reduction import DOT_NOTE
 from tvtv.report import Counterexample, Result
 
 
 def test_a_dot_timeout_at_the_opaque_rung_reaches_sum_of_products():
-    opaque_uf, body_uf, body_sum = LADDERS["auto"][:3]
+    opaque_uf, common_uf, body_uf, body_sum = LADDERS["auto"][:4]
+    assert (opaque_uf.tir, common_uf.tir, body_uf.tir) == ("opaque", "common", "body")
     assert not worth_refining(opaque_uf, body_uf, {DOT_NOTE})     # one rung up: nothing new
-    assert worth_climbing(opaque_uf, [body_uf, body_sum], {DOT_NOTE})
-    assert not worth_climbing(opaque_uf, [body_uf, body_sum], set())
+    assert worth_climbing(opaque_uf, [common_uf, body_uf, body_sum], {DOT_NOTE})
+    assert not worth_climbing(opaque_uf, [common_uf, body_uf, body_sum], set())
     assert not worth_climbing(body_sum, [], {DOT_NOTE})
+
+
+def test_an_opaque_call_climbs_through_the_common_rung_to_bodies():
+    """Opaque call_tir -> opaque only where both sides call the PrimFunc -> bodies: each
+    step makes precise what an opaque call abstracted, and only that."""
+    opaque_uf, common_uf, body_uf = LADDERS["auto"][:3]
+    assert worth_refining(opaque_uf, common_uf, {OPAQUE_NOTE})
+    assert worth_refining(common_uf, body_uf, {OPAQUE_NOTE})
+    assert not worth_refining(common_uf, body_uf, {DOT_NOTE})
+    assert not worth_refining(common_uf, opaque_uf, {OPAQUE_NOTE})
 
 
 @I.ir_module
@@ -189,3 +200,84 @@ def test_an_undecided_output_does_not_hide_a_later_difference(monkeypatch):
     assert r.verdict == "counterexample" and r.counterexample.output == 1, r.to_dict()
     (r,) = tvtv.verify(TwoOutputs, TwoOutputsSecondKept, confirm_vm=False).results
     assert r.verdict == "unknown" and "forced for output 0" in r.reason, r.to_dict()
+
+
+@I.ir_module
+class ExpReshapeSin:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.reshape(a, (3, 2))
+            c = R.sin(b)
+            R.output(c)
+        return c
+
+
+def _rewritten() -> tuple:
+    """ExpReshapeSin legalized, and after RewriteDataflowReshape (the legalized reshape
+    becomes R.reshape; exp and sin stay the same call_tirs; the reshape PrimFunc stays in
+    the module, uncalled)."""
+    from tvm import relax
+    src = relax.transform.LegalizeOps()(ExpReshapeSin)
+    tgt = relax.transform.RewriteDataflowReshape()(src)
+    assert "R.reshape(" in tgt.script() and "R.reshape(" not in src.script()
+    assert any(gv.name_hint == "reshape" for gv in tgt.functions)
+    return src, tgt
+
+
+def test_called_prim_funcs_leave_out_what_no_function_calls():
+    from tvtv.encode.function import called_prim_funcs
+    from tvtv.ir.relax_reader import read_module
+    src, tgt = _rewritten()
+    s, t = read_module(src), read_module(tgt)
+    hashes = {p.name: p.structural_hash for p in t.prim_funcs.values()}
+    assert called_prim_funcs(t) == {hashes["tir_exp"], hashes["tir_sin"]}
+    assert called_prim_funcs(s) == {hashes["tir_exp"], hashes["tir_sin"], hashes["reshape"]}
+
+
+def test_a_rewritten_reshape_is_proved_at_the_common_rung():
+    """RewriteDataflowReshape: exp and sin, called on both sides, stay opaque; the reshape's
+    body is a row-major copy, the very array R.reshape gives, so sin's call has one argument
+    on both sides and every output element is one term: proved without PrimFunc bodies for
+    the rest (what took 96 s on the `default` pipeline's seed-0 graph 0, now 7 s)."""
+    src, tgt = _rewritten()
+    (r,) = tvtv.verify(src, tgt, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+    rungs = [lv for lv in r.levels if lv.startswith("level: call_tir:")]
+    assert rungs[-1].startswith("level: call_tir: opaque where both sides have"), r.levels
+    assert "canonical forms differ: refining" not in r.levels, r.levels
+
+
+def test_a_broken_rewrite_climbs_past_the_common_rung_and_is_refuted():
+    """The twin: R.reshape replaced by R.permute_dims to the same shape. The target calls
+    exp and sin, the source also the reshape: the opaque rung is skipped (it could only
+    find a difference of uninterpreted functions) and the check starts at the common rung.
+    There the sin calls' arguments differ, so canonical forms do not decide it and the
+    ladder climbs without a solver query; the bodies refute it, confirmed on the VM."""
+    from tvtv.ir import tvm_bridge
+    src, tgt = _rewritten()
+    text = tgt.script()
+    line = next(ln for ln in text.splitlines() if "R.reshape(" in ln)
+    var = line.split("R.reshape(")[1].split(",")[0]
+    broken_line = line.split("R.reshape(")[0] + f"R.permute_dims({var}, axes=[1, 0])"
+    broken = tvm_bridge.parse_script(text.replace(line, broken_line))
+    (r,) = tvtv.verify(src, broken, timeout=20).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert "canonical forms differ: refining" in r.levels, r.levels
+    rungs = [lv for lv in r.levels if lv.startswith("level: call_tir:")]
+    assert rungs[0].startswith("level: call_tir: opaque where both sides have"), r.levels
+    assert rungs[-1].startswith("level: call_tir: PrimFunc bodies"), r.levels
+
+
+def test_the_common_rung_is_left_out_where_the_target_calls_new_prim_funcs():
+    """FuseTIR's target calls fused PrimFuncs the source lacks: its results reach kept calls
+    as other terms, so the common rung would only cost an encoding; the check starts at the
+    bodies, as before the rung existed."""
+    import generators
+    from tvtv import api
+    _, src, tgt, _ = api.run_pass("FuseTIR", generators.generate_module("simple", 0, 1))
+    (r,) = tvtv.verify(src, tgt, timeout=20).results
+    assert r.verdict == "proved", r.to_dict()
+    rungs = [lv for lv in r.levels if lv.startswith("level: call_tir:")]
+    assert rungs and all(lv.startswith("level: call_tir: PrimFunc bodies") for lv in rungs), r.levels

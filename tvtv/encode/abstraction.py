@@ -28,7 +28,9 @@ OPAQUE_NOTE = "call_tir opaque"
 @dataclass(frozen=True)
 class Abstraction:
     """One rung of the abstraction ladder (mlir-tv §6.3), coarse to precise:
-    `tir`: "opaque" (call_tir as an uninterpreted function) or "body" (the PrimFunc's body);
+    `tir`: "opaque" (call_tir as an uninterpreted function), "common" (opaque for the
+    PrimFuncs both sides have, `common_prim_funcs`, bodies for the rest; a rung that only
+    canonical forms decide, see `tvtv.refinement`) or "body" (the PrimFunc's body);
     `dot`: "uf" (a dot product as its own commutative function) or "sum" (sum of products);
     `unroll`: small float sums unrolled into chains of additions (the loop's order);
     `ranges`: the ranges the TIR proves for stored values (`tvtv.encode.tir.ranges`) stated
@@ -43,8 +45,8 @@ class Abstraction:
     ranges: bool = False
 
     def describe(self) -> list[str]:
-        out = [f"call_tir: {'opaque' if self.tir == 'opaque' else 'PrimFunc bodies'}",
-               f"dot: {'function' if self.dot == 'uf' else 'sum of products'}"]
+        tir = {"opaque": "opaque", "common": COMMON_DESCRIPTION}.get(self.tir, "PrimFunc bodies")
+        out = [f"call_tir: {tir}", f"dot: {'function' if self.dot == 'uf' else 'sum of products'}"]
         if self.unroll:
             out.append("small sums: unrolled")
         if self.ranges:
@@ -52,10 +54,16 @@ class Abstraction:
         return out
 
 
+COMMON_DESCRIPTION = "opaque where both sides have the PrimFunc, bodies elsewhere"
+
 LADDERS: dict[str, tuple[Abstraction, ...]] = {
     # mlir-tv's lock-step order: opaque PrimFuncs and dot functions first, then bodies, then
-    # sums of products, then unrolled small sums
-    "auto": (Abstraction("opaque", "uf"), Abstraction("body", "uf"), Abstraction("body", "sum"),
+    # sums of products, then unrolled small sums. Between the first two, the PrimFuncs only
+    # one side has by their bodies, the others opaque: a pass that rewrites a few calls and
+    # keeps the rest (RewriteDataflowReshape: a legalized reshape becomes R.reshape) is then
+    # proved without encoding every other PrimFunc's body
+    "auto": (Abstraction("opaque", "uf"), Abstraction("common", "uf"), Abstraction("body", "uf"),
+             Abstraction("body", "sum"),
              Abstraction("body", "sum", unroll=True),
              Abstraction("body", "sum", unroll=True, ranges=True)),
     "opaque": (Abstraction("opaque", "sum"),),
@@ -71,9 +79,13 @@ def ladder(name: str) -> tuple[Abstraction, ...]:
     return LADDERS[name]
 
 
+# how much of call_tir each `Abstraction.tir` encodes by bodies, coarse to precise
+_TIR_ORDER = {"opaque": 0, "common": 1, "body": 2}
+
+
 def worth_refining(level: Abstraction, nxt: Abstraction, notes: set[str]) -> bool:
     """Does the next rung make precise something this rung's encoding abstracted?"""
-    return ((OPAQUE_NOTE in notes and level.tir == "opaque" and nxt.tir == "body")
+    return ((OPAQUE_NOTE in notes and _TIR_ORDER[level.tir] < _TIR_ORDER[nxt.tir])
             or (DOT_NOTE in notes and level.dot == "uf" and nxt.dot == "sum")
             or (SUM_NOTE in notes and not level.unroll and nxt.unroll)
             or (RANGES_NOTE in notes and not level.ranges and nxt.ranges))
@@ -101,6 +113,22 @@ def abstraction_level(level: Abstraction) -> Iterator[None]:
 def current_level() -> Abstraction:
     """The rung `abstraction_level` set (outside one: opaque call_tir, sums of products)."""
     return _LEVEL.get()
+
+
+_COMMON: ContextVar[frozenset[int]] = ContextVar("tvtv_common_prim_funcs", default=frozenset())
+
+
+def set_common_prim_funcs(hashes: frozenset[int]) -> None:
+    """From here on (a check, `tvtv.refinement`): the structural hashes of the PrimFuncs
+    both sides of the check have, which the "common" rung encodes opaquely."""
+    _COMMON.set(hashes)
+
+
+def opaque_here(level: Abstraction, prim_hash: int) -> bool:
+    """Is a call of the PrimFunc of this structural hash an uninterpreted function at
+    `level`? (At "common": when both sides have it. Sound at any rung: a PrimFunc computes
+    the same outputs from the same inputs, so one function stands for it on both sides.)"""
+    return level.tir == "opaque" or (level.tir == "common" and prim_hash in _COMMON.get())
 
 
 def opaque_uf_name(prim_hash: int, k: int) -> str:

@@ -5,12 +5,15 @@ encoded at the abstraction level's choice (mlir-tv's abstraction refinement, §6
 - `tir="opaque"`: an uninterpreted function of its (bounded) input arrays, keyed by the
   PrimFunc's structural hash, so two structurally equal PrimFuncs are the same function
   whatever their names (proves FuseOps-style regrouping without looking inside);
-- `tir="body"`: the PrimFunc's body (`tvtv/encode/tir/`), as lambda and reduction terms.
+- `tir="body"`: the PrimFunc's body (`tvtv/encode/tir/`), as lambda and reduction terms;
+- `tir="common"`: opaque for the PrimFuncs both sides have, bodies for the others
+  (`abstraction.opaque_here`).
 At every level, a `call_tir` that an operator lemma covers (`tvtv.lemmas`: the PrimFunc was
 proved equal to a Relax operator on inputs of these types) is encoded as that operator.
 """
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator, Sequence
@@ -21,7 +24,8 @@ import z3
 from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import check_supported
 from tvtv.encode import memory, registry
-from tvtv.encode.abstraction import OPAQUE_NOTE, Abstraction, current_level, opaque_uf_name
+from tvtv.encode.abstraction import (OPAQUE_NOTE, Abstraction, current_level, opaque_here,
+                                     opaque_uf_name)
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import INDEX, Tensor
 from tvtv.encode.tir import encode_prim_func
@@ -43,6 +47,23 @@ def opaque_can_prove(src: P.Program, tgt: P.Program) -> bool:
     (LegalizeOps, FuseTIR, FastMathTransform create new ones: start with bodies there)."""
     have = {p.structural_hash for p in src.prim_funcs.values()}
     return all(p.structural_hash in have for p in tgt.prim_funcs.values())
+
+
+def called_prim_funcs(program: P.Program) -> frozenset[int]:
+    """The structural hashes of the PrimFuncs some function of `program` calls (`call_tir`
+    or a destination-passing call): a pass may leave a PrimFunc it no longer calls in the
+    module (RewriteDataflowReshape keeps the legalized reshape it replaced)."""
+    found: set[int] = set()
+    todo: list[Any] = list(program.functions.values())
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (P.CallTIR, P.PrimCall)):
+            found.add(n.prim_hash)
+        if isinstance(n, (tuple, list)):
+            todo.extend(n)
+        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
+            todo.extend(getattr(n, f.name) for f in dataclasses.fields(n))
+    return frozenset(found)
 
 
 LEMMA_NOTE = "call_tir by operator lemma"
@@ -280,7 +301,7 @@ class FunctionEncoder:
                 self.ctx.notes.add(LEMMA_NOTE)
                 return FunctionEncoder(lemma.program, self.ctx, self.abstraction).call(
                     lemma.function, tensors)
-        if self.abstraction.tir == "body":
+        if not opaque_here(self.abstraction, e.prim_hash):
             if lemmas is not None:
                 self.ctx.notes.add(BODY_NOTE + e.prim)
             outs = encode_prim_func(self.ctx, self.prim_func(e.prim), tensors, len(out_types))

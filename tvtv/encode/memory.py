@@ -38,6 +38,7 @@ import z3
 
 from tvtv import z3fast as zf
 from tvtv.absfp.dtypes import check_supported, numpy_dtype
+from tvtv.encode.abstraction import opaque_here
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.tir import encode_prim_func_in_place
 from tvtv.encode.tir.values import undefined_tensor
@@ -341,7 +342,7 @@ def prim_call(enc: "FunctionEncoder", call: P.PrimCall, env: dict) -> tuple:
             raise Unsupported(f"PrimFunc {call.prim}: argument {k} is a {type(v).__name__}")
         values.append(v)
     finals = _opaque_call(enc, call, pf, refs, values) \
-        if enc.abstraction.tir == "opaque" else None
+        if opaque_here(enc.abstraction, call.prim_hash) else None
     if finals is None:
         finals = encode_prim_func_in_place(enc.ctx, pf, values)
     cells = [r for r in refs if isinstance(r, Cell)]

@@ -356,8 +356,8 @@ def test_vm_topk_bfloat16_finding() -> None:
     (test_dispatched_topk_of_bfloat16_is_unsupported)."""
     import ml_dtypes
     x = np.array([[1, 0, 3, 1], [4, 3, 0, 1]])
-    r = run_vm(typed_module(lambda p: O.topk(p, 2, -1, "both", True, "int32"), (x.shape, "bfloat16")),
-               x.astype(ml_dtypes.bfloat16))
+    make = (lambda p: O.topk(p, 2, -1, "both", True, "int32"))
+    r = run_vm(typed_module(make, (x.shape, "bfloat16")), x.astype(ml_dtypes.bfloat16))
     vals = r[0].numpy().astype(np.float32)
     assert vals.tolist() != [[3.0, 1.0], [4.0, 3.0]], vals
     assert 4.0 in vals[0].tolist(), vals
@@ -544,7 +544,8 @@ def test_the_topk_kernel_call_is_read_with_its_outputs(ret_type: str, outs: tupl
     assert T.written_buffers(fn.body) == {b.id for b in fn.params[1:]}
     text = lowered.script()
     if ret_type == "both":   # drop the indices output: 6 arguments where `both` passes 7
-        cut = text.replace(", T.tvm_stack_make_array(indices_buf.data", ", T.tvm_stack_make_array(0", 1)
+        cut = text.replace(", T.tvm_stack_make_array(indices_buf.data",
+                           ", T.tvm_stack_make_array(0", 1)
         head, rest = cut.split(", T.tvm_stack_make_array(0", 1)
         broken = tvm_bridge.parse_script(head + rest[rest.index("), 3, ") + 1:])
         gv2 = next(g for g in broken.functions if g.name_hint.startswith("topk"))

@@ -29,7 +29,7 @@ OPAQUE_NOTE = "call_tir opaque"
 class Abstraction:
     """One rung of the abstraction ladder (mlir-tv §6.3), coarse to precise:
     `tir`: "opaque" (call_tir as an uninterpreted function), "common" (opaque for the
-    PrimFuncs both sides have, `common_prim_funcs`, bodies for the rest; a rung that only
+    PrimFuncs both sides call, `set_common_prim_funcs`, bodies for the rest; a rung that only
     canonical forms decide, see `tvtv.refinement`) or "body" (the PrimFunc's body);
     `dot`: "uf" (a dot product as its own commutative function) or "sum" (sum of products);
     `unroll`: small float sums unrolled into chains of additions (the loop's order);
@@ -54,7 +54,7 @@ class Abstraction:
         return out
 
 
-COMMON_DESCRIPTION = "opaque where both sides have the PrimFunc, bodies elsewhere"
+COMMON_DESCRIPTION = "opaque where both sides call the PrimFunc, bodies elsewhere"
 
 LADDERS: dict[str, tuple[Abstraction, ...]] = {
     # mlir-tv's lock-step order: opaque PrimFuncs and dot functions first, then bodies, then
@@ -120,13 +120,13 @@ _COMMON: ContextVar[frozenset[int]] = ContextVar("tvtv_common_prim_funcs", defau
 
 def set_common_prim_funcs(hashes: frozenset[int]) -> None:
     """From here on (a check, `tvtv.refinement`): the structural hashes of the PrimFuncs
-    both sides of the check have, which the "common" rung encodes opaquely."""
+    both sides of the check call, which the "common" rung encodes opaquely."""
     _COMMON.set(hashes)
 
 
 def opaque_here(level: Abstraction, prim_hash: int) -> bool:
     """Is a call of the PrimFunc of this structural hash an uninterpreted function at
-    `level`? (At "common": when both sides have it. Sound at any rung: a PrimFunc computes
+    `level`? (At "common": when both sides call it. Sound at any rung: a PrimFunc computes
     the same outputs from the same inputs, so one function stands for it on both sides.)"""
     return level.tir == "opaque" or (level.tir == "common" and prim_hash in _COMMON.get())
 

@@ -6,7 +6,7 @@ encoded at the abstraction level's choice (mlir-tv's abstraction refinement, §6
   PrimFunc's structural hash, so two structurally equal PrimFuncs are the same function
   whatever their names (proves FuseOps-style regrouping without looking inside);
 - `tir="body"`: the PrimFunc's body (`tvtv/encode/tir/`), as lambda and reduction terms;
-- `tir="common"`: opaque for the PrimFuncs both sides have, bodies for the others
+- `tir="common"`: opaque for the PrimFuncs both sides call, bodies for the others
   (`abstraction.opaque_here`).
 At every level, a `call_tir` that an operator lemma covers (`tvtv.lemmas`: the PrimFunc was
 proved equal to a Relax operator on inputs of these types) is encoded as that operator.

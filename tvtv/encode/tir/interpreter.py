@@ -63,6 +63,8 @@ UNROLLED_STORES = 512
 KERNEL_SORT_DTYPES = frozenset({"float16", "float32", "float64", "int32", "int64"})
 # the data dtypes tvm.contrib.sort.topk takes (sort.cc; any other is a fatal error at run time)
 KERNEL_TOPK_DTYPES = KERNEL_SORT_DTYPES | {"int8", "uint8"}
+# a sort kernel's position at place j of a row holding a NaN: (row's elements, j) -> position
+RowPositions = Callable[[list[z3.ExprRef], z3.BitVecRef], z3.ExprRef]
 
 
 def _readers(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, dict[tuple[int, ...], Reader]]]:
@@ -300,8 +302,8 @@ class PrimFuncEncoder:
         makes `<` no strict weak order (it compares false both ways), which leaves std::
         stable_sort's result unspecified: a row holding a NaN gets arbitrary positions in
         [0, n) (`nan_row_positions`: a function of the row, the same on both sides of a
-        pass), and for sort the row's elements at those positions, so a source that pins that order (numpy's NaN-last
-        order) differs from the target there. sort.cc's `sort` takes float16/32/64 and
+        pass), and for sort the row's elements at those positions, so a source that pins
+        that order (numpy's NaN-last order) differs from the target there. sort.cc's `sort` takes float16/32/64 and
         int32/int64 only (any other dtype is a fatal error at run time): other dtypes are
         unsupported here."""
         what = "tvm.contrib.sort.sort" if s.values else "tvm.contrib.sort.argsort"
@@ -335,8 +337,8 @@ class PrimFuncEncoder:
         Off NaN that is the first k of the stable order (`sorting.sorted_along`), ties
         (-0.0/+0.0 too) in input order, as the Relax topk encoder has it. A NaN compares false
         both ways and breaks the heap's and the sort's order: a row holding a NaN gets
-        arbitrary positions in [0, n) (`nan_row_positions`) and, as values, the row's elements at those same
-        positions (the kernel writes both from one pair). With k above the row's length the
+        arbitrary positions in [0, n) (`nan_row_positions`) and, as values, the row's
+        elements at those same positions (the kernel writes both from one pair). With k above the row's length the
         kernel writes the n pairs it has at a row stride of k, so the rest of each output row
         is memory nothing wrote (arbitrary)."""
         what = "tvm.contrib.sort.topk"
@@ -380,7 +382,7 @@ class PrimFuncEncoder:
             self.readers[out.id] = _array_reader(order)
 
     def nan_row_positions(self, kernel: str, x: Tensor, axis: int, length: int, ascending: bool,
-                          dtype: str) -> Callable[[list[z3.ExprRef], z3.BitVecRef], z3.ExprRef] | None:
+                          dtype: str) -> RowPositions | None:
         """For a sort kernel on floats: the position (of `dtype`) it leaves at place j of a
         row holding a NaN, where its NaN-blind comparator gives no order. Unspecified, but
         the kernel is deterministic: one uninterpreted function of the row's values and j,
@@ -398,8 +400,7 @@ class PrimFuncEncoder:
         return lambda row, j: f(*row, j)
 
     def nan_rows_arbitrary(self, order: Tensor, x: Tensor, axis: int, n: int,
-                           chosen: Callable[[list[z3.ExprRef], z3.BitVecRef], z3.ExprRef],
-                           pos_dtype: str, as_values: bool) -> Tensor:
+                           chosen: RowPositions, pos_dtype: str, as_values: bool) -> Tensor:
         """`order` where its row of `x` holds no NaN; elsewhere the positions `chosen` (in
         [0, n), else 0) or, `as_values`, the row's elements at them."""
         dom = self.ctx.dom(x.dtype)

@@ -535,7 +535,8 @@ def test_the_topk_kernel_call_is_read_with_its_outputs(ret_type: str, outs: tupl
     lowered = dispatched(mod)
     gv = next(g for g in lowered.functions if g.name_hint.startswith("topk"))
     fn = read_prim_func(gv.name_hint, lowered[gv])
-    found = [n for n in _statements(fn.body) if isinstance(n, T.ExternTopK)]
+    from tvtv.ir.nodes import walk
+    found = [n for n in walk(fn.body) if isinstance(n, T.ExternTopK)]
     assert len(found) == 1, fn.body
     (s,) = found
     assert (s.values is not None, s.indices is not None) == outs
@@ -551,20 +552,6 @@ def test_the_topk_kernel_call_is_read_with_its_outputs(ret_type: str, outs: tupl
         gv2 = next(g for g in broken.functions if g.name_hint.startswith("topk"))
         with pytest.raises(Unsupported, match="tvm.contrib.sort.topk"):
             read_prim_func(gv2.name_hint, broken[gv2])
-
-
-def _statements(node: object) -> list[object]:
-    """Every dataclass node under `node` (statements and expressions)."""
-    import dataclasses
-    out, todo = [], [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (tuple, list)):
-            todo.extend(n)
-        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
-            out.append(n)
-            todo.extend(getattr(n, f.name) for f in dataclasses.fields(n))
-    return out
 
 
 @pytest.mark.parametrize("descending", [False, True])

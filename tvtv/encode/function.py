@@ -13,7 +13,6 @@ proved equal to a Relax operator on inputs of these types) is encoded as that op
 """
 from __future__ import annotations
 
-import dataclasses
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator, Sequence
@@ -32,6 +31,7 @@ from tvtv.encode.tir import encode_prim_func
 from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
+from tvtv.ir.nodes import walk
 from tvtv.ir.relax_reader import UNSUPPORTED_ATTR
 
 MAX_INLINE_DEPTH = 32
@@ -53,17 +53,8 @@ def called_prim_funcs(program: P.Program) -> frozenset[int]:
     """The structural hashes of the PrimFuncs some function of `program` calls (`call_tir`
     or a destination-passing call): a pass may leave a PrimFunc it no longer calls in the
     module (RewriteDataflowReshape keeps the legalized reshape it replaced)."""
-    found: set[int] = set()
-    todo: list[Any] = list(program.functions.values())
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (P.CallTIR, P.PrimCall)):
-            found.add(n.prim_hash)
-        if isinstance(n, (tuple, list)):
-            todo.extend(n)
-        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
-            todo.extend(getattr(n, f.name) for f in dataclasses.fields(n))
-    return frozenset(found)
+    return frozenset(n.prim_hash for fn in program.functions.values() for n in walk(fn)
+                     if isinstance(n, (P.CallTIR, P.PrimCall)))
 
 
 LEMMA_NOTE = "call_tir by operator lemma"

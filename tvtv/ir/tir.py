@@ -12,9 +12,10 @@ intrinsic calls, and the scalar statements of IR-builder TIR (local allocations,
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Union
+
+from tvtv.ir.nodes import walk
 
 
 @dataclass(frozen=True)
@@ -247,17 +248,11 @@ class PrimFunc:
 def written_buffers(node: object) -> set[str]:
     """The ids of the buffers some statement of `node` writes (stores, a sort kernel's output)."""
     found: set[str] = set()
-    todo = [node]
-    while todo:
-        n = todo.pop()
+    for n in walk(node):
         if isinstance(n, Store):
             found.add(n.buffer)
         elif isinstance(n, ExternSort):
             found.add(n.out)
         elif isinstance(n, ExternTopK):
             found.update(b for b in (n.values, n.indices) if b is not None)
-        if isinstance(n, (tuple, list)):
-            todo.extend(n)
-        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
-            todo.extend(getattr(n, f.name) for f in dataclasses.fields(n))
     return found

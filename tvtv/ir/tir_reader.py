@@ -160,6 +160,15 @@ class _TIRReader:
             raise self.fail(f"packed-call array of {buf.name} that is not the whole buffer")
         return buf
 
+    def kernel_axis(self, arg: Any, data: T.Buffer, name: str) -> int:
+        """A sort kernel's axis argument as a dimension of `data` (negative: from the end, as
+        sort.cc counts it)."""
+        axis = _int(arg, f"{name} axis")
+        axis = axis + len(data.shape) if axis < 0 else axis
+        if not 0 <= axis < len(data.shape):
+            raise self.fail(f"{name} along axis {axis}")
+        return axis
+
     def extern_sort(self, args: Any) -> T.ExternSort:
         """`tvm.contrib.sort.argsort` or `tvm.contrib.sort.sort`, `(data, out, axis,
         is_ascend)` (src/runtime/contrib/sort/sort.cc: std::stable_sort of each row with `<`,
@@ -170,10 +179,7 @@ class _TIRReader:
         data, out = self.packed_array(args[1]), self.packed_array(args[2])
         if data.shape != out.shape:
             raise self.fail(f"{name} into a buffer of another shape")
-        axis = _int(args[3], f"{name} axis")
-        axis = axis + len(data.shape) if axis < 0 else axis
-        if not 0 <= axis < len(data.shape):
-            raise self.fail(f"{name} along axis {axis}")
+        axis = self.kernel_axis(args[3], data, name)
         return T.ExternSort(data.id, out.id, axis, bool(_int(args[4], f"{name} direction")),
                             values=EXTERN_SORTS[name])
 
@@ -191,10 +197,7 @@ class _TIRReader:
             raise self.fail(f"{EXTERN_TOPK} ({ret.value}) with {len(args) - 1} arguments")
         data = self.packed_array(args[1])
         outs = dict(zip(names, (self.packed_array(a) for a in args[2:2 + len(names)])))
-        axis = _int(args[-3], f"{EXTERN_TOPK} axis")
-        axis = axis + len(data.shape) if axis < 0 else axis
-        if not 0 <= axis < len(data.shape):
-            raise self.fail(f"{EXTERN_TOPK} along axis {axis}")
+        axis = self.kernel_axis(args[-3], data, EXTERN_TOPK)
         for out in outs.values():
             if len(out.shape) != len(data.shape) or any(
                     a != b for d, (a, b) in enumerate(zip(out.shape, data.shape)) if d != axis):

@@ -25,8 +25,7 @@ program*, run once over a symbolic iteration (`program.py`; its `while` unrolled
 shows the condition false, at most `WHILE_ROUNDS` rounds). Three compiled kernels are modelled
 (`extern_sort`, `extern_topk`): `tvm.contrib.sort.argsort`, which LegalizeOps calls for median,
 and `tvm.contrib.sort.sort` and `tvm.contrib.sort.topk`, which DispatchSortScan calls for sort
-and topk. Everything else raises
-`Unsupported` naming the PrimFunc and block.
+and topk. Everything else raises `Unsupported` naming the PrimFunc and block.
 """
 from __future__ import annotations
 
@@ -112,7 +111,8 @@ def _remember_reader(ctx: EncodeContext, t: Tensor, reader: Reader,
     entry[1][tuple(t.shape)] = reader
 
 
-def _bind_rest(env: dict[str, Val], constant_loops: list[Loop], binding: dict[str, Loop | int]) -> None:
+def _bind_rest(env: dict[str, Val], constant_loops: list[Loop],
+               binding: dict[str, Loop | int]) -> None:
     """Complete the environment of a bulk write's element, given its written loops' indices:
     the loops it does not index stay at their start, iter vars follow their loops."""
     for lp in constant_loops:
@@ -303,17 +303,12 @@ class PrimFuncEncoder:
         stable_sort's result unspecified: a row holding a NaN gets arbitrary positions in
         [0, n) (`nan_row_positions`: a function of the row, the same on both sides of a
         pass), and for sort the row's elements at those positions, so a source that pins
-        that order (numpy's NaN-last order) differs from the target there. sort.cc's `sort` takes float16/32/64 and
-        int32/int64 only (any other dtype is a fatal error at run time): other dtypes are
-        unsupported here."""
+        that order (numpy's NaN-last order) differs from the target there. sort.cc's `sort`
+        takes float16/32/64 and int32/int64 only (any other dtype is a fatal error at run
+        time): other dtypes are unsupported here."""
         what = "tvm.contrib.sort.sort" if s.values else "tvm.contrib.sort.argsort"
-        if loops:
-            raise self.fail(f"{what} inside a loop")
-        x, out = self.state[s.data], self.buffers[s.out]
-        n = x.shape[s.axis]
-        if n > SORT_BOUND:
-            raise self.fail(f"{what} along an axis of {n} elements (limit "
-                            f"{SORT_BOUND}: the encoding compares every pair)")
+        x, n = self.kernel_input(what, s.data, s.axis, loops)
+        out = self.buffers[s.out]
         if s.values and (out.dtype != x.dtype or x.dtype not in KERNEL_SORT_DTYPES):
             raise self.fail(f"{what} of {x.dtype} into {out.dtype} (the kernel sorts "
                             f"{', '.join(sorted(KERNEL_SORT_DTYPES))} into the same dtype)")
@@ -338,17 +333,11 @@ class PrimFuncEncoder:
         (-0.0/+0.0 too) in input order, as the Relax topk encoder has it. A NaN compares false
         both ways and breaks the heap's and the sort's order: a row holding a NaN gets
         arbitrary positions in [0, n) (`nan_row_positions`) and, as values, the row's
-        elements at those same positions (the kernel writes both from one pair). With k above the row's length the
-        kernel writes the n pairs it has at a row stride of k, so the rest of each output row
-        is memory nothing wrote (arbitrary)."""
+        elements at those same positions (the kernel writes both from one pair). With k
+        above the row's length the kernel writes the n pairs it has at a row stride of k, so
+        the rest of each output row is memory nothing wrote (arbitrary)."""
         what = "tvm.contrib.sort.topk"
-        if loops:
-            raise self.fail(f"{what} inside a loop")
-        x = self.state[s.data]
-        n = x.shape[s.axis]
-        if n > SORT_BOUND:
-            raise self.fail(f"{what} along an axis of {n} elements (limit "
-                            f"{SORT_BOUND}: the encoding compares every pair)")
+        x, n = self.kernel_input(what, s.data, s.axis, loops)
         if x.dtype not in KERNEL_TOPK_DTYPES:
             # measured on the VM: bfloat16 runs and returns values not of the row, int16
             # and others fail at run time (tests/test_ops_sorting.py, docs/findings.md)
@@ -380,6 +369,19 @@ class PrimFuncEncoder:
                 order = self.past_the_row(order, out, s.axis, n)
             self.state[out.id] = order
             self.readers[out.id] = _array_reader(order)
+
+    def kernel_input(self, what: str, data: str, axis: int,
+                     loops: list[Loop]) -> tuple[Tensor, int]:
+        """A sort kernel's input tensor and its row length, for a call outside loops along an
+        axis the encoding's pairwise comparisons can take."""
+        if loops:
+            raise self.fail(f"{what} inside a loop")
+        x = self.state[data]
+        n = x.shape[axis]
+        if n > SORT_BOUND:
+            raise self.fail(f"{what} along an axis of {n} elements (limit "
+                            f"{SORT_BOUND}: the encoding compares every pair)")
+        return x, n
 
     def nan_row_positions(self, kernel: str, x: Tensor, axis: int, length: int, ascending: bool,
                           dtype: str) -> RowPositions | None:
@@ -712,7 +714,8 @@ class PrimFuncEncoder:
             return False
         out = Tensor(tuple(buf.shape), buf.dtype, t.arr)
         self.state[store.buffer] = out
-        self.readers[store.buffer] = row_major.reshaped(self.readers[src.buffer], t.shape, buf.shape)
+        self.readers[store.buffer] = row_major.reshaped(self.readers[src.buffer], t.shape,
+                                                        buf.shape)
         root = self.copied.get(src.buffer)   # a copy of a copy: the first one's source
         self.copied[store.buffer] = root if root is not None and z3.eq(root[0], t.arr) \
             else (t.arr, tuple(t.shape), self.readers[src.buffer])

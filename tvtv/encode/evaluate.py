@@ -21,6 +21,7 @@ from tvtv.absfp.ieee import IEEEModel, fp_value
 from tvtv.absfp.interface import FloatModel
 from tvtv.encode import registry
 from tvtv.encode.context import EncodeContext
+from tvtv.encode.determined import DETERMINED
 from tvtv.encode.tensor import Tensor
 from tvtv.encode.values import PrimScalar, Shape, Value, flatten
 from tvtv.ir import program as P
@@ -43,10 +44,60 @@ def certainly_holds(cond: z3.BoolRef, timeout_ms: int = HOLDS_TIMEOUT_MS) -> boo
         return True
     if z3.is_false(s):
         return False
+    s = decide_quantifiers(s)
+    if z3.is_true(s):
+        return True
+    if z3.is_false(s):
+        return False
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
     solver.add(zf.Not(s))
     return solver.check() == z3.unsat
+
+
+# `decide_quantifiers`: the solver's limit (ms) for one quantifier's body
+QUANTIFIER_TIMEOUT_MS = 2000
+
+
+def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS) -> z3.BoolRef:
+    """`cond` with each outermost quantified subformula that is the same for every value of
+    what is left open replaced by that value, and simplified: `Exists(i, B)` by False when B
+    is unsatisfiable with i free, `ForAll(i, B)` by True when not-B is. Each is asked alone,
+    with the rest of `cond` out of the query.
+
+    A PrimFunc's well-definedness is a conjunction of `Not(Exists(i, i < n and load i is out
+    of bounds))`, one per guarded load (`tvtv.encode.tensor.close_over_live_indices`). On
+    concrete inputs each is decided in milliseconds alone; together the solver needs far
+    longer: the legalized module of GenCoG seed-0 graph 1 (a padded conv3d and 22 more such
+    loads) took 7 s in one query, past `HOLDS_TIMEOUT_MS`, so every input set was judged
+    undefined and no counterexample could be confirmed; asked one by one, 0.35 s.
+    Replacing a subformula by a value it has under every interpretation is sound in any
+    polarity."""
+    found: dict[int, z3.ExprRef] = {}
+
+    def collect(e: z3.ExprRef) -> None:
+        if z3.is_quantifier(e):
+            found.setdefault(e.get_id(), e)
+            return
+        for c in e.children():
+            collect(c)
+    collect(cond)
+    pairs = []
+    for q in found.values():
+        consts = [z3.Const(f"{q.var_name(k)}!q{k}", q.var_sort(k)) for k in range(q.num_vars())]
+        body = z3.substitute_vars(q.body(), *reversed(consts))
+        if q.is_exists():
+            query, value = body, z3.BoolVal(False)
+        elif q.is_forall():
+            query, value = zf.Not(body), z3.BoolVal(True)
+        else:
+            continue
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(query)
+        if solver.check() == z3.unsat:
+            pairs.append((q, value))
+    return z3.simplify(z3.substitute(cond, *pairs)) if pairs else cond
 
 
 def element_value(term: z3.ExprRef, dtype: str) -> Any:
@@ -378,7 +429,13 @@ def _spacing_below(m: Any, fmt: Any) -> Any:
 
 def _order_free_value_of(t: z3.ExprRef) -> z3.ExprRef | None:
     """The value of an uninterpreted float sum of numerals that every summation order gives
-    (`order_free_sum`); None for anything else."""
+    (`order_free_sum`), or of a specification function of numerals that every reading of
+    it gives (`tvtv.encode.determined`); None for anything else."""
+    f = _IEEE_UF.match(t.decl().name())
+    if f is not None and f.group(1) in DETERMINED and all(z3.is_fp_value(a) for a in t.children()):
+        dtype = f.group(2)
+        value = DETERMINED[f.group(1)]([fp_value(a, dtype) for a in t.children()], dtype)
+        return None if value is None else _fp_numeral(value, dtype, t.sort())
     m = _REDUCTION_UF.match(t.decl().name())
     terms = _reduction_terms(t) if m is not None and m.group(1) == "sum" else None
     if m is None or terms is None:

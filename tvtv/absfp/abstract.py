@@ -370,8 +370,24 @@ class AbstractFloats(ScalarDomain):
         rule = special.UNARY_RULES.get(fname)
         if rule is None:
             raise Unsupported(f"float function {fname}")
-        f = self._uf(fname, self.sort, self.sort)
+        uf = self._uf(fname, self.sort, self.sort)
         top = special.bound(rule, self.dtype)
+        if special.finite(rule, self.dtype):
+            # NaN and inf codes read as the largest finite one: exactly the functions into
+            # the finite codes
+            def f(arg):
+                v = uf(arg)
+                m = self.mag(v)
+                return self.mk(self.sign(v), zf.If(
+                    zf.Or(self._mag_is(m, self.NAN), self._mag_is(m, self.INF)),
+                    self.code(self.MAX), m))
+        elif special.nan_free(rule, self.dtype):
+            # a NaN code read as inf: exactly the functions into the other codes
+            def f(arg):
+                v = uf(arg)
+                return self.mk(self.sign(v), self._not_nan(self.mag(v)))
+        else:
+            f = uf
         if rule.odd:
             # f(-x) = -f(x); the sign of f(|x|) itself is free (sin(6.1) < 0).
             h = self._bounded(f(self.abs(x)), top)

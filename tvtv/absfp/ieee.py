@@ -99,8 +99,20 @@ class IEEEFloats(ScalarDomain):
         rule = special.UNARY_RULES.get(fname)
         if rule is None:
             raise Unsupported(f"float function {fname}")
-        f = self._uf(fname, 1)
+        uf = self._uf(fname, 1)
         top = special.bound(rule, self.dtype)
+        if special.nan_free(rule, self.dtype):
+            # a NaN value (and ±inf, for `finite` functions) read as 1: exactly the
+            # functions into the other values
+            one = self.const(1.0)
+            bad = (lambda v: zf.Or(zf.fpIsNaN(v), zf.fpIsInf(v))) \
+                if special.finite(rule, self.dtype) else zf.fpIsNaN
+
+            def f(arg):
+                v = uf(arg)
+                return zf.If(bad(v), one, v)
+        else:
+            f = uf
         if rule.odd:
             h = self._bounded(f(z3.fpAbs(x)), top)
             general = zf.If(zf.fpIsNegative(x), z3.fpNeg(h), h)

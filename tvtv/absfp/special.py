@@ -2,8 +2,9 @@
 
 Each rule says what IEEE 754 / C99 Annex F (as numpy implements it, measured with numpy 2.4
 on float32) gives on NaN, ±inf, ±0 and 1; on every other input the function is an
-uninterpreted function, constrained only by `odd` (f(-x) = -f(x)), `nonneg` (result ≥ +0)
-and `bound` (|result| ≤ bound: tanh, sigmoid, erf, sin, cos, measured on TVM's code).
+uninterpreted function, constrained only by `odd` (f(-x) = -f(x)), `nonneg` (result ≥ +0),
+`bound` (|result| ≤ bound: tanh, sigmoid, erf, sin, cos, measured on TVM's code) and
+`nan_free` (no NaN on ordinary inputs in the domain: exp, log, sqrt, ..., measured too).
 The abstract and the IEEE model use the same table, so they agree on special values by
 construction; `tests/test_ops_elementwise.py` checks the table itself against numpy.
 """
@@ -32,6 +33,14 @@ class UnaryRule:
     # the abstract model states them, the IEEE model leaves them out (they slow its queries)
     positive_range: tuple[float, float] | None = None
     negative_range: tuple[float, float] | None = None
+    # ordinary inputs (positive ones where `nan_below_zero`) never give NaN: true of the
+    # mathematical function, and measured on TVM's code in `BOUND_DTYPES` (every finite
+    # float16/bfloat16 value, a float32 stride: tests/test_tir_conformance.py; all float32
+    # values: bench/range_facts.py); stated by the abstract and the IEEE model there
+    nan_free: bool = False
+    # moreover never ±inf there (log, sqrt, rsqrt, atan, asinh; not exp, sinh, cosh, which
+    # overflow, nor tan: TVM's float16 tan(177.5) is inf); measured as `nan_free` is
+    finite: bool = False
     doc: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -43,14 +52,16 @@ UNARY_RULES: dict[str, UnaryRule] = {
     # exp(x) ≥ 1 for x > 0 and ≤ 1 for x < 0: e^x is on that side of 1, and 1 is a float, so
     # no faithful rounding crosses it (measured on TVM's code: tests/test_tir_conformance.py)
     "exp": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": 0.0, "+0": 1.0, "-0": 1.0}, nonneg=True,
-                     positive_range=(1.0, INF), negative_range=(0.0, 1.0)),
+                     positive_range=(1.0, INF), negative_range=(0.0, 1.0), nan_free=True),
     "log": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": -INF, "-0": -INF, "+1": 0.0,
-                      "-1": NAN}, nan_below_zero=True),
+                      "-1": NAN}, nan_below_zero=True, nan_free=True, finite=True),
     "sqrt": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": "x", "-0": "x", "+1": 1.0,
-                       "-1": NAN}, nonneg=True, nan_below_zero=True),
+                       "-1": NAN}, nonneg=True, nan_below_zero=True, nan_free=True,
+                       finite=True),
     # rsqrt(x) = 1 / sqrt(x) (Relax's documentation), so rsqrt(-0) = 1 / -0 = -inf.
     "rsqrt": UnaryRule({**_NAN_IN, "+inf": 0.0, "-inf": NAN, "+0": INF, "-0": -INF, "+1": 1.0,
-                        "-1": NAN}, nonneg=True, nan_below_zero=True),
+                        "-1": NAN}, nonneg=True, nan_below_zero=True, nan_free=True,
+                       finite=True),
     "tanh": UnaryRule({**_NAN_IN, "+inf": 1.0, "-inf": -1.0, "+0": "x", "-0": "x"}, odd=True,
                       bound=1.0),
     # sigmoid(x) = 1 / (1 + exp(-x)): sigmoid(±0) = 0.5
@@ -61,15 +72,20 @@ UNARY_RULES: dict[str, UnaryRule] = {
     "sin": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x"}, odd=True,
                      bound=1.0),
     "cos": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": 1.0, "-0": 1.0}, bound=1.0),
-    "tan": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x"}, odd=True),
+    "tan": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x"}, odd=True,
+                     nan_free=True),
     "asin": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x", "+1": PI_2,
                        "-1": -PI_2}, odd=True),
     "acos": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": PI_2, "-0": PI_2, "+1": 0.0,
                        "-1": math.pi}, nonneg=True),
-    "atan": UnaryRule({**_NAN_IN, "+inf": PI_2, "-inf": -PI_2, "+0": "x", "-0": "x"}, odd=True),
-    "sinh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": -INF, "+0": "x", "-0": "x"}, odd=True),
-    "cosh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": INF, "+0": 1.0, "-0": 1.0}, nonneg=True),
-    "asinh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": -INF, "+0": "x", "-0": "x"}, odd=True),
+    "atan": UnaryRule({**_NAN_IN, "+inf": PI_2, "-inf": -PI_2, "+0": "x", "-0": "x"}, odd=True,
+                      nan_free=True, finite=True),
+    "sinh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": -INF, "+0": "x", "-0": "x"}, odd=True,
+                      nan_free=True),
+    "cosh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": INF, "+0": 1.0, "-0": 1.0}, nonneg=True,
+                      nan_free=True),
+    "asinh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": -INF, "+0": "x", "-0": "x"}, odd=True,
+                       nan_free=True, finite=True),
     "acosh": UnaryRule({**_NAN_IN, "+inf": INF, "-inf": NAN, "+0": NAN, "-0": NAN, "+1": 0.0,
                         "-1": NAN}, nonneg=True, nan_below_zero=True),
     "atanh": UnaryRule({**_NAN_IN, "+inf": NAN, "-inf": NAN, "+0": "x", "-0": "x", "+1": INF,
@@ -99,6 +115,19 @@ def bound(rule: UnaryRule, dtype: str) -> float | None:
     """The range bound `rule` gives its function's results in `dtype`, or None where it
     gives none (no bound, or a dtype outside BOUND_DTYPES)."""
     return rule.bound if dtype in BOUND_DTYPES else None
+
+
+def nan_free(rule: UnaryRule, dtype: str) -> bool:
+    """Does `rule`'s function give no NaN on ordinary inputs (in its domain) in `dtype`?
+    (`UnaryRule.nan_free`, stated only in BOUND_DTYPES, where it was measured; a bounded
+    function is NaN-free there by its bound.)"""
+    return rule.nan_free and dtype in BOUND_DTYPES
+
+
+def finite(rule: UnaryRule, dtype: str) -> bool:
+    """Does `rule`'s function give a finite number on ordinary inputs (in its domain) in
+    `dtype`? (`UnaryRule.finite`, in BOUND_DTYPES only, as `nan_free`.)"""
+    return rule.finite and dtype in BOUND_DTYPES
 
 
 def sign_ranges(rule: UnaryRule, dtype: str) -> tuple[tuple[float, float] | None,

@@ -1,6 +1,8 @@
-"""Whether a value can be NaN decides many generated graphs' outputs (`isnan`, `x == x`),
-and the float functions' NaN-freeness in their domain (`special.UnaryRule.nan_free`) is
-what proves them. Each proof has a broken twin that is refuted and confirmed on the VM."""
+"""Whether a value can be NaN, or is a zero, decides many generated graphs' outputs
+(`isnan`, `x == x`, cosh of a product of zeros). The float functions' NaN-freeness in their
+domain (`special.UnaryRule.nan_free`) and a float product's special cases
+(`reduction._product_specials`) prove them. Each proof has a broken twin that is refuted
+and confirmed on the VM."""
 from __future__ import annotations
 
 import numpy as np
@@ -57,3 +59,21 @@ def test_nan_of_a_log_is_decided_both_ways(source, target, want):
         assert cex.confirmed_by is not None and cex.confirmed_by.startswith("vm"), r.to_dict()
         x = np.asarray(cex.inputs["x"])[tuple(cex.index)]
         assert np.isnan(x) if target is not O.isnan else x < 0, (x, r.to_dict())
+
+
+@pytest.mark.parametrize("outer,want", [(O.cosh, "proved"), (lambda v: v, "counterexample")],
+                         ids=["cosh", "bare"])
+def test_a_product_of_zeros_is_a_zero(outer, want):
+    """floor_mod(x, x) is ±0 for a finite nonzero x: numpy's rule gives the divisor's sign,
+    TIR's x - floor(x / x) * x gives +0. A product of such zeros is a zero in every order
+    (`reduction._product_specials`), so cosh of it is 1 on both sides and proved (GenCoG
+    seed-0 graph 7: unrelated product values before, an unconfirmed counterexample). The
+    twin, the bare product, differs in the zero's sign (a signed-zero finding of
+    LegalizeOps, docs/findings.md): refuted and confirmed."""
+    src = _module(lambda x: outer(O.prod(O.floor_mod(x, x), axis=[0])))
+    r = _verdict(src, relax.transform.LegalizeOps()(src))
+    assert r.verdict == want, r.to_dict()
+    if want == "counterexample":
+        assert r.counterexample.confirmed_by is not None, r.to_dict()
+        s, t = r.counterexample.source_value, r.counterexample.target_value
+        assert s == 0 and t == 0 and np.signbit(s) != np.signbit(t), (s, t)

@@ -235,3 +235,59 @@ def test_overflowing_inputs_confirm_max_starting_from_flt_max():
     assert c.confirmed is True and c.by == "ieee-spec-cpu", c
     assert cex.executed_values == (-math.inf, -F)
     assert np.all(np.abs(cex.inputs["x"]) >= F / 4)     # the overflowing set's inputs
+
+
+def _product_trees(vals: list[float]) -> set[bytes]:
+    """Every multiplication order and bracketing of float32 `vals` (n ≤ 4), as bytes (NaN
+    as one value)."""
+    def trees(xs: tuple[np.float32, ...]) -> set[bytes]:
+        if len(xs) == 1:
+            return {xs[0].tobytes()}
+        out = set()
+        idx = range(len(xs))
+        for k in range(1, len(xs)):
+            for left in itertools.combinations(idx, k):
+                if 0 not in left:          # each split once
+                    continue
+                right = tuple(xs[i] for i in idx if i not in left)
+                for a in trees(tuple(xs[i] for i in left)):
+                    for b in trees(right):
+                        with np.errstate(all="ignore"):
+                            p = np.frombuffer(a, np.float32)[0] * np.frombuffer(b, np.float32)[0]
+                        out.add(np.float32(np.nan).tobytes() if np.isnan(p) else p.tobytes())
+        return out
+    return trees(tuple(np.float32(v) for v in vals))
+
+
+def test_product_specials_admit_every_order_and_fix_what_every_order_gives():
+    """`reduction._product_specials` in the IEEE model, against every multiplication order
+    of float32 terms drawn from a pool of zeros, infinities, NaN, ±FLT_MAX, tiny and plain
+    values: every value some order gives is admitted (some value of the uninterpreted
+    product gives it), and where the encoding fixes one value, every order gives it."""
+    import z3
+    from tvtv.absfp.ieee import IEEEModel, fp_value
+    from tvtv.encode import reduction
+    dom = IEEEModel().domain("float32")
+    pool = [0.0, -0.0, math.inf, -math.inf, math.nan, F, -F, 1e-30, -1e-30, 2.0, -3.0]
+    rng = np.random.default_rng(3)
+    fixed = 0
+    for _ in range(150):
+        vals = [float(v) for v in rng.choice(pool, size=int(rng.integers(2, 5)))]
+        terms = [dom.const(v) for v in vals]
+        g = z3.FP("g", dom.sort)
+        enc = reduction._product_specials(
+            dom, terms, g, z3.Or(*[dom.is_nan(t) for t in terms]),
+            z3.Or(*[dom.is_inf(t) for t in terms]))
+        actual = _product_trees(vals)
+        for r in actual:
+            value = np.frombuffer(r, np.float32)[0]
+            s = z3.Solver()
+            s.add(dom.same(enc, dom.const(float(value))))
+            assert s.check() == z3.sat, (vals, value)
+        simple = z3.simplify(enc)
+        if z3.is_fp_value(simple):
+            fixed += 1
+            got = np.float32(fp_value(simple, "float32"))
+            want = np.float32(np.nan).tobytes() if np.isnan(got) else got.tobytes()
+            assert actual == {want}, (vals, got, actual)
+    assert fixed > 30, fixed

@@ -101,8 +101,43 @@ def _float_specials(ctx: EncodeContext, dtype: str, n: int, elem: Elem, general:
         return zf.If(zf.Or(any_nan, zf.And(any_p, any_n)), dom.nan(),
                      zf.If(any_p, inf_or_nan_p, zf.If(any_n, inf_or_nan_n,
                      zf.If(all_zero, dom.const(0.0), general))))
-    # product: NaN, or inf * 0 somewhere -> NaN (0 * inf); otherwise left uninterpreted
-    return zf.If(any_nan, dom.nan(), general)
+    return _product_specials(dom, terms, general, any_nan, zf.Or(any_p, any_n))
+
+
+# float products of up to this many terms get their zero and infinity cases stated
+# (`_product_specials`); each case adds a term per factor
+PRODUCT_SPECIAL_BOUND = 64
+
+
+def _product_specials(dom, terms: list[z3.ExprRef], general: z3.ExprRef, any_nan: z3.BoolRef,
+                      any_inf: z3.BoolRef) -> z3.ExprRef:
+    """A float product's value in every multiplication order (IEEE 754 §6.1, §7.2), where
+    one is fixed: a NaN term gives NaN; a zero and an infinity give NaN (the zero's subtree
+    is ±0 or NaN, the infinity's ±inf or NaN, and 0 * inf is NaN); all-zero terms give the
+    zero whose sign is the xor of theirs (a product's sign is always the xor, §6.3); a zero
+    among finite terms gives that zero or NaN (the other terms may overflow to inf first:
+    (MAX * MAX) * 0 is NaN, MAX * (MAX * 0) is 0); an infinity among nonzero terms gives
+    the infinity of the xor sign or NaN (the others may underflow to 0 first). Otherwise
+    uninterpreted. (GenCoG seed-0 graph 7: the product of floor_mod(x, x), ±0 by numpy's
+    rule and +0 in TIR, was left to two unrelated function values.)"""
+    if len(terms) > PRODUCT_SPECIAL_BOUND:
+        return zf.If(any_nan, dom.nan(), general)
+    zero = dom.const(0.0)
+    one = dom.const(1.0)
+
+    def signed_zero(t: z3.ExprRef) -> z3.ExprRef:
+        # ±0 with t's sign, for a non-NaN t: 1 / ±inf, or ±0 * t
+        return zf.If(dom.is_inf(t), dom.div(one, t), dom.mul(zero, t))
+    sign = signed_zero(terms[0])
+    for t in terms[1:]:
+        sign = dom.mul(sign, signed_zero(t))        # ±0 * ±0: the xor of the signs
+    is_zero = [dom.eq(t, zero) for t in terms]
+    any_zero, all_zero = zf.Or(*is_zero), zf.And(*is_zero)
+    or_nan = lambda v: zf.If(dom.is_nan(general), dom.nan(), v)    # noqa: E731
+    return zf.If(zf.Or(any_nan, zf.And(any_zero, any_inf)), dom.nan(),
+           zf.If(all_zero, sign,
+           zf.If(any_zero, or_nan(sign),
+           zf.If(any_inf, or_nan(dom.div(one, sign)), general))))
 
 
 def reduce_sum(ctx: EncodeContext, dtype: str, n: int, elem: Elem) -> z3.ExprRef:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -55,15 +56,35 @@ def certainly_holds(cond: z3.BoolRef, timeout_ms: int = HOLDS_TIMEOUT_MS) -> boo
     return solver.check() == z3.unsat
 
 
-# `decide_quantifiers`: the solver's limit (ms) for one quantifier's body
+# `decide_quantifiers`: the solver's limit (ms) for one quantifier's body, and for all of them
 QUANTIFIER_TIMEOUT_MS = 2000
+QUANTIFIERS_BUDGET_MS = 5000
 
 
-def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS) -> z3.BoolRef:
+def _outermost_quantifiers(cond: z3.ExprRef) -> list[z3.QuantifierRef]:
+    """The quantified subformulas of `cond` not inside another, each shared one once."""
+    seen: set[int] = set()
+    found: list[z3.QuantifierRef] = []
+    stack = [cond]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_quantifier(e):
+            found.append(e)
+        else:
+            stack.extend(e.children())
+    return found
+
+
+def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS,
+                       budget_ms: int = QUANTIFIERS_BUDGET_MS) -> z3.BoolRef:
     """`cond` with each outermost quantified subformula that is the same for every value of
     what is left open replaced by that value, and simplified: `Exists(i, B)` by False when B
     is unsatisfiable with i free, `ForAll(i, B)` by True when not-B is. Each is asked alone,
-    with the rest of `cond` out of the query.
+    with the rest of `cond` out of the query, within `timeout_ms`, and none is begun after
+    `budget_ms` in all (a quantifier left undecided stays as it is).
 
     A PrimFunc's well-definedness is a conjunction of `Not(Exists(i, i < n and load i is out
     of bounds))`, one per guarded load (`tvtv.encode.tensor.close_over_live_indices`). On
@@ -73,19 +94,13 @@ def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS
     undefined and no counterexample could be confirmed; asked one by one, 0.35 s.
     Replacing a subformula by a value it has under every interpretation is sound in any
     polarity."""
-    found: dict[int, z3.ExprRef] = {}
-
-    def collect(e: z3.ExprRef) -> None:
-        if z3.is_quantifier(e):
-            found.setdefault(e.get_id(), e)
-            return
-        for c in e.children():
-            collect(c)
-    collect(cond)
+    deadline = time.perf_counter() + budget_ms / 1000
     pairs = []
-    for q in found.values():
-        consts = [z3.Const(f"{q.var_name(k)}!q{k}", q.var_sort(k)) for k in range(q.num_vars())]
-        body = z3.substitute_vars(q.body(), *reversed(consts))
+    for q in _outermost_quantifiers(cond):
+        if time.perf_counter() > deadline:
+            break
+        consts = [z3.FreshConst(q.var_sort(k), "q") for k in range(q.num_vars())]
+        body = z3.substitute_vars(q.body(), *reversed(consts))   # Var(0) is the last bound
         if q.is_exists():
             query, value = body, z3.BoolVal(False)
         elif q.is_forall():

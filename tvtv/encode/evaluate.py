@@ -41,15 +41,12 @@ def certainly_holds(cond: z3.BoolRef, timeout_ms: int = HOLDS_TIMEOUT_MS) -> boo
     asked a solver, which answers in milliseconds). False when the solver finds a case
     where it fails or gives up."""
     s = z3.simplify(cond)
-    if z3.is_true(s):
-        return True
-    if z3.is_false(s):
-        return False
-    s = decide_quantifiers(s)
-    if z3.is_true(s):
-        return True
-    if z3.is_false(s):
-        return False
+    for decide in (lambda c: c, decide_quantifiers):
+        s = decide(s)
+        if z3.is_true(s):
+            return True
+        if z3.is_false(s):
+            return False
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
     solver.add(zf.Not(s))
@@ -59,23 +56,6 @@ def certainly_holds(cond: z3.BoolRef, timeout_ms: int = HOLDS_TIMEOUT_MS) -> boo
 # `decide_quantifiers`: the solver's limit (ms) for one quantifier's body, and for all of them
 QUANTIFIER_TIMEOUT_MS = 2000
 QUANTIFIERS_BUDGET_MS = 5000
-
-
-def _outermost_quantifiers(cond: z3.ExprRef) -> list[z3.QuantifierRef]:
-    """The quantified subformulas of `cond` not inside another, each shared one once."""
-    seen: set[int] = set()
-    found: list[z3.QuantifierRef] = []
-    stack = [cond]
-    while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_quantifier(e):
-            found.append(e)
-        else:
-            stack.extend(e.children())
-    return found
 
 
 def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS,
@@ -95,8 +75,10 @@ def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS
     Replacing a subformula by a value it has under every interpretation is sound in any
     polarity."""
     deadline = time.perf_counter() + budget_ms / 1000
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
     pairs = []
-    for q in _outermost_quantifiers(cond):
+    for q, _ in _outermost_where(cond, lambda e: e if z3.is_quantifier(e) else None):
         if time.perf_counter() > deadline:
             break
         consts = [z3.FreshConst(q.var_sort(k), "q") for k in range(q.num_vars())]
@@ -107,11 +89,11 @@ def decide_quantifiers(cond: z3.BoolRef, timeout_ms: int = QUANTIFIER_TIMEOUT_MS
             query, value = zf.Not(body), z3.BoolVal(True)
         else:
             continue
-        solver = z3.Solver()
-        solver.set("timeout", timeout_ms)
+        solver.push()
         solver.add(query)
         if solver.check() == z3.unsat:
             pairs.append((q, value))
+        solver.pop()
     return z3.simplify(z3.substitute(cond, *pairs)) if pairs else cond
 
 
@@ -171,23 +153,32 @@ def _reduction_terms(app: z3.ExprRef) -> list[z3.ExprRef] | None:
     return terms if len(terms) == n and all(z3.is_fp_value(t) for t in terms) else None
 
 
-def _outermost(term: z3.ExprRef, value_of: Any) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
-    """(application, value) for the outermost applications in `term` that `value_of` gives a
-    value (a numeral term; None: look inside instead), each shared subterm visited once."""
+def _outermost_where(term: z3.ExprRef, pick: Any) -> list[tuple[z3.ExprRef, Any]]:
+    """(subterm, value) for the outermost subterms of `term` that `pick` gives a value (not
+    None: look inside instead, when the subterm is an application), each shared subterm
+    visited once."""
     seen: set[int] = set()
-    found: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    found: list[tuple[z3.ExprRef, Any]] = []
     stack = [term]
     while stack:
         t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
+        if t.get_id() in seen:
             continue
         seen.add(t.get_id())
-        value = value_of(t) if t.num_args() else None
+        value = pick(t)
         if value is not None:
             found.append((t, value))
-        else:
+        elif z3.is_app(t):
             stack.extend(t.children())
     return found
+
+
+def _outermost(term: z3.ExprRef, value_of: Any) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """(application, value) for the outermost applications in `term` that `value_of` gives a
+    value (a numeral term; None: look inside instead), each shared subterm visited once;
+    `value_of` is asked only of applications with arguments."""
+    return _outermost_where(term, lambda t: value_of(t) if z3.is_app(t) and t.num_args()
+                            else None)
 
 
 def _libm_value_of(t: z3.ExprRef) -> z3.ExprRef | None:

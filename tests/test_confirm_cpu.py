@@ -20,6 +20,12 @@ from tvtv.report import Counterexample
 X = np.array([0.25146043, -0.26420972, 1.2808453, 0.20980023, -1.0713388], "float32")
 
 
+def _without_specials() -> tuple:
+    """The drawn input sets without those holding NaN or an infinity."""
+    return tuple(s for s in confirm.DRAWN_SETS
+                 if s not in (confirm._special_like, confirm._one_special_like))
+
+
 def _unary(op, shape=(5,), dtype="float32"):
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType(shape, dtype))
@@ -136,8 +142,7 @@ def test_tiny_tensors_are_drawn_until_a_rare_pair_shows(monkeypatch, draws, want
     (`confirm.draws_per_set`). Without the special set, whose inf // 1 is NaN in the
     specification (numpy) and inf in TIR's floor(a / b): a difference of its own."""
     monkeypatch.setattr(confirm, "MAX_DRAWS", draws)
-    monkeypatch.setattr(confirm, "DRAWN_SETS", tuple(
-        s for s in confirm.DRAWN_SETS if s is not confirm._special_like))
+    monkeypatch.setattr(confirm, "DRAWN_SETS", _without_specials())
     src = _floor_divide_1x1_float16()
     legal = relax.transform.LegalizeOps()(src)
     ones = {"a": np.ones((1,), "float16"), "b": np.ones((1, 1), "float16")}
@@ -207,6 +212,45 @@ def test_testing_finds_fast_exp_on_a_one_element_input(monkeypatch, draws, found
         (a, _), (b, _) = (tvm_bridge.run_vm(relax.transform.LegalizeOps()(m), "main", args)
                           for m in (src, tgt))
         assert a.tobytes() != b.tobytes(), (x0, a, b)
+
+
+def _cast_sign_beside_argmin():
+    """(astype(sign(x0), int32), argmin(x1)): undefined wherever x0 holds a NaN (a NaN cast
+    to an integer), and differing only where x1 holds one (TIR's argmin skips a NaN, numpy's
+    returns its index). x0 is large, so every special set holds a NaN there."""
+    bb = relax.BlockBuilder()
+    x0 = relax.Var("x0", relax.TensorType((64,), "float32"))
+    x1 = relax.Var("x1", relax.TensorType((8,), "float32"))
+    with bb.function("main", [x0, x1]):
+        a = bb.emit(relax.op.astype(relax.op.sign(x0), "int32"))
+        b = bb.emit(relax.op.argmin(x1, axis=0))
+        bb.emit_func_output(relax.Tuple([a, b]))
+    return bb.get()
+
+
+@pytest.mark.parametrize("one_special", [True, False], ids=["one-special", "without-it"])
+def test_one_planted_nan_shows_what_dense_specials_make_undefined(monkeypatch, one_special):
+    """The special set puts a NaN in x0 every time, where the specification is undefined,
+    and no finite set shows the argmin's NaN rule: only a set with one NaN or inf per
+    tensor (`confirm._one_special_like`) finds x1's NaN with x0 defined (GenCoG seed-0
+    graph 0 under LegalizeOps, in small). The twin without that set finds nothing."""
+    if not one_special:
+        monkeypatch.setattr(confirm, "DRAWN_SETS", tuple(
+            s for s in confirm.DRAWN_SETS if s is not confirm._one_special_like))
+    src = _cast_sign_beside_argmin()
+    legal = relax.transform.LegalizeOps()(src)
+    params = [("x0", (64,), "float32"), ("x1", (8,), "float32")]
+    got = confirm.search_by_testing(src, legal, "main", params)
+    assert (got is not None) is one_special, got
+    if one_special:
+        cex, how = got
+        assert how.by == "ieee-spec-cpu" and cex.output == 1, (cex, how)
+        x0, x1 = cex.inputs["x0"], cex.inputs["x1"]
+        assert not np.isnan(x0).any() and np.isnan(x1).sum() == 1, cex.inputs
+        spec, tgt = cex.executed_values
+        assert spec == int(np.argmin(x1)) and tgt != spec
+        (_, ran) = tvm_bridge.run_vm(legal, "main", [x0, x1])
+        assert int(ran) == tgt
 
 
 def test_a_pass_that_keeps_gelu_tanh_is_not_blamed_for_its_legalization():
@@ -399,8 +443,7 @@ def test_clip_dropping_nan_is_confirmed_on_special_inputs(monkeypatch, with_spec
     among normal values) confirms it, and its inputs replace the solver's. The twin without
     that set stays unconfirmed."""
     if not with_special:
-        monkeypatch.setattr(confirm, "DRAWN_SETS", tuple(
-            s for s in confirm.DRAWN_SETS if s is not confirm._special_like))
+        monkeypatch.setattr(confirm, "DRAWN_SETS", _without_specials())
     src = _unary(lambda x: relax.op.clip(x, -1.0, 1.0), shape=(8,))
     legal = relax.transform.LegalizeOps()(src)
     x = np.linspace(-2, 2, 8).astype("float32")

@@ -13,7 +13,10 @@ as `confirmed_by`):
    one of small integers as floats, whose sums are exact in every order, and one filling
    each tensor with one small integer, whose normalization statistics are exact, and one
    with NaN, ±inf, ±0 and ±the largest finite value among normal values, where TIR's max,
-   min and reductions depart from the specification), and inputs that show a difference
+   min and reductions depart from the specification, and one with a single NaN or ±inf in
+   each float tensor, which reaches fewer places than the special set, so a graph that
+   casts floats to integers (undefined at NaN) is not made undefined by it each time), and
+   inputs that show a difference
    replace the solver's in the counterexample (its message says so). Every drawn input
    respects the input assumptions (no NaN under no-nan, no infinity under no-inf). Under per-operation a drawn set replaces them only when the source computes no
    NaN or infinity inside on it (the same rule for every drawn set below).

@@ -188,6 +188,18 @@ def _overflowing_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 SPECIAL_SHARE = 0.25
 
 
+def _normal_with(a: np.ndarray, rng: np.random.Generator,
+                 plant: Callable[[int, np.random.Generator], tuple[Any, Any]]) -> np.ndarray:
+    """A standard-normal float tensor shaped as `a` with `plant(size, rng)`'s values at its
+    places (flat indices, values); integers and bools as in the normal sets."""
+    if not np.issubdtype(a.dtype, np.floating):
+        return _random_like(a, rng)
+    out = _random_like(a, rng).astype(np.float64).reshape(-1)
+    places, values = plant(out.size, rng)
+    out[places] = values
+    return out.reshape(a.shape).astype(a.dtype)
+
+
 def _special_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Standard-normal floats with NaN, ±inf, ±0 and ±the dtype's largest finite value among
     them (`SPECIAL_SHARE` of the elements). The special values take the chosen places in
@@ -198,10 +210,11 @@ def _special_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return _random_like(a, rng)
     top = FLOAT_FORMATS[str(a.dtype)].max_value
     pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, top, -top])
-    out = _random_like(a, rng).astype(np.float64).reshape(-1)
-    places = np.flatnonzero(rng.random(out.size) < SPECIAL_SHARE)
-    out[places] = pool[(rng.integers(len(pool)) + np.arange(places.size)) % len(pool)]
-    return out.reshape(a.shape).astype(a.dtype)
+
+    def plant(size: int, rng: np.random.Generator) -> tuple[Any, Any]:
+        places = np.flatnonzero(rng.random(size) < SPECIAL_SHARE)
+        return places, pool[(rng.integers(len(pool)) + np.arange(places.size)) % len(pool)]
+    return _normal_with(a, rng, plant)
 
 
 def has_non_finite(inputs: Sequence[Any]) -> bool:
@@ -258,12 +271,12 @@ def _one_special_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     value, and a single inf among ordinary values makes the rows NaN on which TIR's argmin
     returns the last index and numpy's the first. Integers and bools stay as in the normal
     sets."""
-    out = _random_like(a, rng)
-    if not np.issubdtype(a.dtype, np.floating) or out.size == 0:
-        return out
-    flat = out.astype(np.float64).reshape(-1)
-    flat[rng.integers(flat.size)] = rng.choice(_PLANTED)
-    return flat.reshape(a.shape).astype(a.dtype)
+    def plant(size: int, rng: np.random.Generator) -> tuple[Any, Any]:
+        if not size:
+            return [], []
+        value = rng.choice(_PLANTED)   # drawn before the place, as the sets were first drawn
+        return rng.integers(size), value
+    return _normal_with(a, rng, plant)
 
 
 # the input sets tried after the normal ones, in this order (a set added later goes last:

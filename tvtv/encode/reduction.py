@@ -109,8 +109,8 @@ def _float_specials(ctx: EncodeContext, dtype: str, n: int, elem: Elem, general:
 PRODUCT_SPECIAL_BOUND = 64
 
 
-def _product_specials(dom: ScalarDomain, terms: list[z3.ExprRef], general: z3.ExprRef, any_nan: z3.BoolRef,
-                      any_inf: z3.BoolRef) -> z3.ExprRef:
+def _product_specials(dom: ScalarDomain, terms: list[z3.ExprRef], general: z3.ExprRef,
+                      any_nan: z3.BoolRef, any_inf: z3.BoolRef) -> z3.ExprRef:
     """A float product's value in every multiplication order (IEEE 754 §6.1, §7.2), where
     one is fixed: a NaN term gives NaN; a zero and an infinity give NaN (the zero's subtree
     is ±0 or NaN, the infinity's ±inf or NaN, and 0 * inf is NaN); all-zero terms give the

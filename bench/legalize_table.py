@@ -73,9 +73,6 @@ MEANINGS: dict[str, str] = {
     "relax.power": ("no row confirmed: the VM gives the spec's value (power(-inf, -inf) = 0), "
                     "the TIR side has no value (TIR None) or an abstract one on subnormal "
                     "inputs; a tvtv encoding issue, not a TVM difference"),
-    "relax.erf": ("float16 only, not confirmed and spurious: the VM gives erf(-1.002) = -0.8438, "
-                  "erf(-144.1) = -1 (the values shown are abstract); a tvtv issue with float16 "
-                  "erf"),
     "relax.nn.batch_norm": ("training=True: Relax documents moving_mean * momentum + "
                             "data_mean * (1 - momentum), TVM's legalization computes "
                             "(1 - momentum) * moving_mean + momentum * data_mean (PyTorch's "

@@ -367,6 +367,9 @@ class AbstractFloats(ScalarDomain):
     # -- functions from the special-value table -------------------------------------------------
     @_memoized
     def unary(self, fname: str, x):
+        wider = self.computed_wider(fname, x)
+        if wider is not None:
+            return wider
         rule = special.UNARY_RULES.get(fname)
         if rule is None:
             raise Unsupported(f"float function {fname}")

@@ -92,6 +92,9 @@ class IEEEFloats(ScalarDomain):
         return self._ufs[name]
 
     def unary(self, fname: str, x):
+        wider = self.computed_wider(fname, x)
+        if wider is not None:
+            return wider
         if fname == "sqrt":
             return z3.fpSqrt(RNE, x)
         if fname in _ROUNDING:

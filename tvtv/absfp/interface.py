@@ -131,6 +131,18 @@ class ScalarDomain(ABC):
     def unary(self, fname: str, a: z3.ExprRef) -> z3.ExprRef:
         raise Unsupported(f"{fname} on {self.dtype}")
 
+    def computed_wider(self, fname: str, a: z3.ExprRef) -> z3.ExprRef | None:
+        """`fname(a)` as the wider dtype's function of `a` cast up, cast back to this dtype,
+        where that is what the function means here (`special.COMPUTED_IN`: float16 erf is
+        float32 erf rounded); None elsewhere. For float models' `unary`."""
+        from tvtv.absfp.special import COMPUTED_IN
+        wide = COMPUTED_IN.get((fname, getattr(self, "dtype", "")))
+        if wide is None:
+            return None
+        model = self.owner  # type: ignore[attr-defined]
+        up = model.cast(a, self.dtype, wide)  # type: ignore[attr-defined]
+        return model.cast(model.domain(wide).unary(fname, up), wide, self.dtype)  # type: ignore[attr-defined]
+
     def binary(self, fname: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         raise Unsupported(f"{fname} on {self.dtype}")
 

@@ -213,6 +213,9 @@ class RealFloats(ScalarDomain):
         return self._ufs[name]
 
     def unary(self, fname: str, x):
+        wider = self.computed_wider(fname, x)
+        if wider is not None:
+            return wider
         if fname == "rsqrt":
             # rsqrt(x) = 1 / sqrt(x), Relax's definition, exactly: the special values follow
             # (rsqrt(+0) = 1/+0 = +inf, rsqrt(+inf) = 0, a negative x gives NaN), and a

@@ -14,6 +14,7 @@ import math
 from typing import Iterable
 
 from tvtv.absfp.dtypes import is_float
+from tvtv.absfp.special import COMPUTED_IN
 from tvtv.ir import program as P
 
 MIN_BITS = 4
@@ -48,6 +49,14 @@ def _function_count(fn: P.Function) -> int:
     return sum(_type_count(p.ty) for p in fn.params) + _body_count(fn.body)
 
 
+# Relax ops whose encoding applies a float function that some dtype computes in a wider one
+# (`special.COMPUTED_IN`: float16 erf is float32 erf rounded). The wider dtype joins the cast
+# chain, so the casts around the function are the chain's, which keep its bound (|erf| ≤ 1
+# stays finite in float16); off the chain a cast's magnitude is uninterpreted, and
+# `isinf(erf(x))` on float16 was no longer proved (tests/test_tir_ranges.py).
+FUNCTION_OF_OP = {"relax.erf": "erf", "relax.nn.gelu": "erf"}
+
+
 def _type_dtypes(ty: P.Type, out: set[str]) -> None:
     if isinstance(ty, P.TensorType) and is_float(ty.dtype):
         out.add(ty.dtype)
@@ -69,6 +78,11 @@ def _body_dtypes(body: P.Body, out: set[str]) -> None:
             for c in v.args:
                 if isinstance(c, P.Const) and is_float(c.dtype):
                     out.add(c.dtype)
+            fname = FUNCTION_OF_OP.get(v.op)
+            if fname is not None:
+                mine: set[str] = set()
+                _type_dtypes(b.ty, mine)
+                out.update(COMPUTED_IN[(fname, d)] for d in mine if (fname, d) in COMPUTED_IN)
 
 
 def _function_dtypes(fn: P.Function, out: set[str]) -> None:

@@ -470,7 +470,7 @@ def cpu_value(term: z3.ExprRef, dtype: str) -> Any:
     share these functions (`tvtv/encode/tir/intrinsics.py`), so this is the value the
     specification has in a run with TVM's own functions, bit for bit. Sound for confirming
     that a target's execution departs from the specification; a function TVM cannot
-    compile for the dtype (float16 erf) stays open, and so does the term."""
+    compile for the dtype (float16 atan) stays open, and so does the term."""
     v = _resolve(term, lambda v: element_value(v, dtype) is not None, _cpu_walk)
     return None if v is None else element_value(v, dtype)
 

@@ -521,7 +521,7 @@ _TIRX_NAMES = {"pow": "power"}
 def _cpu_function(fname: str, dtype: str, arity: int) -> Any:
     """The TIR intrinsic `fname` (the IEEE model's name: exp, erf, pow, ...) over vectors
     of `dtype`, compiled for llvm (one PrimFunc `main`), or None when TVM has no such
-    intrinsic or cannot compile it (float16 erf: LLVM has no such intrinsic)."""
+    intrinsic or cannot compile it (float16 erf or atan: LLVM has no such intrinsic)."""
     from tvm import te
 
     build = getattr(tvm.tirx, _TIRX_NAMES.get(fname, fname), None)

@@ -508,7 +508,7 @@ _ROUNDING = ("floor", "ceil", "trunc", "round")
 
 @register(*(f"relax.{n}" for n in _UNARY_FUNCS))
 def encode_unary_function(ctx: EncodeContext, call: OpCall, args: list) -> object:
-    """Float functions with the special values of absfp/special.py (rsqrt(-0.) = -inf, sigmoid(±0) = 0.5), else uninterpreted; under per-operation no-signed-zeros tanh and atanh see -0 as +0, as TVM's code does.
+    """Float functions with the special values of absfp/special.py (rsqrt(-0.) = -inf, sigmoid(±0) = 0.5), else uninterpreted; float16 erf is float32 erf rounded (TVM's only float16 erf); under per-operation no-signed-zeros tanh and atanh see -0 as +0, as TVM's code does.
 
     sqrt is exact in the IEEE model; elsewhere the functions are uninterpreted, constrained by
     the table's odd / nonneg / NaN-below-zero flags (measured against numpy by the tests) and

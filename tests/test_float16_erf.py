@@ -62,3 +62,17 @@ def test_float16_erf_computed_as_tanh_is_refuted():
     (r,) = tvtv.verify(Erf16, broken).results
     assert r.verdict == "counterexample", r.to_dict()
     assert r.confirmed, r.to_dict()
+
+
+def test_float16_erf_puts_float32_on_the_cast_chain():
+    """The abstract model's cast chain gains float32 where float16 erf or gelu occurs
+    (`width.FUNCTION_OF_OP`): off the chain a cast's magnitude is uninterpreted, and the
+    bound |erf| <= 1 would no longer keep float16 erf finite."""
+    from tvtv.absfp.width import float_dtypes
+    from tvtv.ir.relax_reader import read_module
+    assert float_dtypes([read_module(Erf16)]) == ["float16", "float32"]
+    # a check's chain is that of both programs: the legalized one alone shows no float32
+    # value outside its PrimFuncs
+    legal = read_module(relax.transform.LegalizeOps()(Erf16))
+    assert float_dtypes([legal]) == ["float16"]
+    assert float_dtypes([read_module(Erf16), legal]) == ["float16", "float32"]

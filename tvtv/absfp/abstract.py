@@ -367,7 +367,7 @@ class AbstractFloats(ScalarDomain):
     # -- functions from the special-value table -------------------------------------------------
     @_memoized
     def unary(self, fname: str, x):
-        wider = self.computed_wider(fname, x)
+        wider = self.owner.computed_wider(fname, x, self.dtype)
         if wider is not None:
             return wider
         rule = special.UNARY_RULES.get(fname)

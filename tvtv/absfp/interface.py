@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import z3
 
 from tvtv import z3fast as zf
+from tvtv.absfp.special import COMPUTED_IN
 from tvtv.errors import Unsupported
 
 UBCallback = Callable[[z3.BoolRef, str], None]
@@ -131,18 +132,6 @@ class ScalarDomain(ABC):
     def unary(self, fname: str, a: z3.ExprRef) -> z3.ExprRef:
         raise Unsupported(f"{fname} on {self.dtype}")
 
-    def computed_wider(self, fname: str, a: z3.ExprRef) -> z3.ExprRef | None:
-        """`fname(a)` as the wider dtype's function of `a` cast up, cast back to this dtype,
-        where that is what the function means here (`special.COMPUTED_IN`: float16 erf is
-        float32 erf rounded); None elsewhere. For float models' `unary`."""
-        from tvtv.absfp.special import COMPUTED_IN
-        wide = COMPUTED_IN.get((fname, getattr(self, "dtype", "")))
-        if wide is None:
-            return None
-        model = self.owner  # type: ignore[attr-defined]
-        up = model.cast(a, self.dtype, wide)  # type: ignore[attr-defined]
-        return model.cast(model.domain(wide).unary(fname, up), wide, self.dtype)  # type: ignore[attr-defined]
-
     def binary(self, fname: str, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         raise Unsupported(f"{fname} on {self.dtype}")
 
@@ -206,6 +195,16 @@ class FloatModel(ABC):
     @abstractmethod
     def cast(self, x: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:
         """astype from `src` to `dst` dtype."""
+
+    def computed_wider(self, fname: str, x: z3.ExprRef, dtype: str) -> z3.ExprRef | None:
+        """`fname(x)` in `dtype` as the wider dtype's function of `x` cast up, cast back,
+        where that is what the function means in `dtype` (`special.COMPUTED_IN`: float16
+        erf is float32 erf rounded); None elsewhere. The float domains' `unary` asks first."""
+        wide = COMPUTED_IN.get((fname, dtype))
+        if wide is None:
+            return None
+        up = self.domain(wide).unary(fname, self.cast(x, dtype, wide))
+        return self.cast(up, wide, dtype)
 
     def preconditions(self) -> list[z3.BoolRef]:
         """Facts the model assumes (e.g. the order of abstract constants)."""

@@ -213,7 +213,7 @@ class RealFloats(ScalarDomain):
         return self._ufs[name]
 
     def unary(self, fname: str, x):
-        wider = self.computed_wider(fname, x)
+        wider = self.owner.computed_wider(fname, x, self.dtype)
         if wider is not None:
             return wider
         if fname == "rsqrt":

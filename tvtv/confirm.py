@@ -486,6 +486,38 @@ def _cpu_outputs(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[st
                        lambda: _cpu_outputs_now(module, fname, args))
 
 
+# open elements of one output whose values over their sums' orders are asked
+# (`Evaluated.order_values`); each costs up to `evaluate.ORDER_BRANCHES_CAP` evaluations
+ORDER_VALUES_ELEMENTS = 8
+
+
+class Evaluated(list):
+    """An output's element values as `_cpu_outputs` gives them (None where open), and for an
+    open element, when asked, every value it takes over the summation orders of its float
+    sums (`evaluate.cpu_values`: the specification leaves those orders open, so one value is
+    no answer, but a target value outside all of them is a difference)."""
+
+    def __init__(self, values: list[Any], terms: list[z3.ExprRef] | None, dtype: str) -> None:
+        super().__init__(values)
+        self._terms, self._dtype = terms, dtype
+        self._asked: dict[int, list[Any] | None] = {}
+
+    def order_values(self, i: int) -> list[Any] | None:
+        """Element i's values over its sums' orders ([its value] where it has one), or None
+        where they cannot be told, or past ORDER_VALUES_ELEMENTS open elements asked."""
+        from tvtv.encode.evaluate import cpu_values
+        if self[i] is not None:
+            return [self[i]]
+        if i not in self._asked:
+            if self._terms is None or len(self._asked) >= ORDER_VALUES_ELEMENTS:
+                return None
+            try:
+                self._asked[i] = cpu_values(self._terms[i], self._dtype)
+            except z3.Z3Exception:
+                self._asked[i] = None
+        return self._asked[i]
+
+
 def _cpu_outputs_now(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[str, tuple, list]] | None:
     """`_cpu_outputs`, evaluated."""
     from tvtv.encode.evaluate import cpu_value, values_of
@@ -495,9 +527,15 @@ def _cpu_outputs_now(module: Any, fname: str, args: dict[str, Any]) -> list[tupl
         value, ctx = _ieee_run(module, fname, args)
         if not certainly_holds(ctx.well_defined()):
             return None
-        return [(t.dtype, t.shape, [None] * t.numel if t.numel > SPEC_COMPARE_BOUND else
-                 values_of([t.at(i) for i in range(t.numel)], t.dtype, cpu_value, partial=True))
-                for t in flatten(value)]
+        out: list[tuple[str, tuple, list]] = []
+        for t in flatten(value):
+            if t.numel > SPEC_COMPARE_BOUND:
+                out.append((t.dtype, t.shape, Evaluated([None] * t.numel, None, t.dtype)))
+                continue
+            terms = [t.at(i) for i in range(t.numel)]
+            vals = values_of(terms, t.dtype, cpu_value, partial=True)
+            out.append((t.dtype, t.shape, Evaluated(vals, terms, t.dtype)))
+        return out
     except (TvtvError, KeyError, NotImplementedError, z3.Z3Exception):
         return None
 
@@ -532,36 +570,59 @@ def _spec_vs_cpu_run(before: Any, after: Any, fname: str, param_names: list[str]
         # poison is judged only for a set that shows a difference (an IEEE run of the module)
         if found is None or drawn and accept is not None and not accept(args):
             continue
-        k, idx, v, t = found
+        k, idx, allowed, t = found
+        v = allowed[0]
         if drawn:
             cex.inputs = dict(args)
         cex.kind, cex.output, cex.index = "value", k, idx
         cex.source_value, cex.target_value, cex.confirmed_ieee = v, t, None
         cex.executed_values = (v, t)
+        orders = "" if len(allowed) == 1 else \
+            f" (its summation orders give {', '.join(map(repr, allowed))}; none is the target's)"
         cex.message = (f"output {k} differs at index {idx} (found by evaluating the "
                        f"source's specification and the target with TVM's exp, erf, ..."
-                       f"{' on seeded random inputs' if drawn else ''})")
+                       f"{' on seeded random inputs' if drawn else ''}){orders}")
         return Confirmation(True, "ieee-spec-cpu",
                             f"IEEE with TVM's exp, erf, ... values: source specification "
-                            f"{v!r}, target {t!r} (its execution on the VM agrees)")
+                            f"{v!r}{orders}, target {t!r} (its execution on the VM agrees)")
     return None
 
 
 def _spec_cpu_difference(src: list[Any], tgt: list[Any], outs: list[np.ndarray],
-                         assume: tuple[str, ...]) -> tuple[int, tuple[int, ...], Any, Any] | None:
-    """(output, index, specification value, target value) of the first element where the
+                         assume: tuple[str, ...]) -> tuple[int, tuple[int, ...], list[Any], Any] | None:
+    """(output, index, specification values, target value) of the first element where the
     source's specification and the target, both evaluated (`_cpu_outputs`), differ as the
-    assumptions count it and the target's VM run (`outs`) gives the target's value."""
+    assumptions count it and the target's VM run (`outs`) gives the target's value. The
+    specification's values are its one value, or, where that is open, every value its sums'
+    orders give (`Evaluated.order_values`), each of which must differ; where the target's
+    own value is open so, its run must be one of its orders' values."""
     for k, ((dtype, shape, spec), (_, tshape, tvals)) in enumerate(zip(src, tgt)):
         if k >= len(outs) or shape != tshape or outs[k].shape != shape:
             continue
         ran = outs[k].reshape(-1)
         for i, (v, t) in enumerate(zip(spec, tvals)):
-            if v is None or t is None or not same_value(t, py_value(ran[i])) \
-                    or not counts(v, t, assume):
+            got = py_value(ran[i])
+            if t is None and isinstance(tvals, Evaluated):
+                # the target's own sums are order-open in its encoding too (a TIR loop is
+                # the op's reduction term): its run must be one of their orders' values
+                t_allowed = tvals.order_values(i)
+                if t_allowed is None or not any(same_value(a, got) for a in t_allowed):
+                    continue
+                t = got
+            if t is None or not same_value(t, got):
+                continue
+            if v is not None:
+                allowed = [v]
+            elif isinstance(spec, Evaluated):
+                allowed = spec.order_values(i)
+                if allowed is None:
+                    continue
+            else:
+                continue
+            if not all(counts(a, t, assume) for a in allowed):
                 continue
             idx = tuple(int(d) for d in np.unravel_index(i, shape)) if shape else ()
-            return k, idx, v, t
+            return k, idx, allowed, t
     return None
 
 
@@ -616,14 +677,18 @@ def _source_ran_as_specified(before: Any, fname: str, args: dict[str, Any],
     otherwise than numpy: measured, a hand-written descending float16 sort proved equal to
     the specification differed from relax.sort's VM run on a row with NaN), and a correct
     pass whose target runs the specification would be blamed for the source's lowering.
-    False where the specification has no value there."""
+    Where its sums' orders leave the specification open, the source ran as specified
+    when its value is one of theirs (`Evaluated.order_values`). False where the
+    specification has no value there."""
     k, idx, x, _ = diff
     outs = _cpu_outputs(before, fname, args)
     if outs is None or k >= len(outs):
         return False
     _, shape, vals = outs[k]
     flat = int(np.ravel_multi_index(idx, shape)) if shape else 0
-    return vals[flat] is not None and same_value(vals[flat], x)
+    allowed = vals.order_values(flat) if isinstance(vals, Evaluated) else \
+        ([vals[flat]] if vals[flat] is not None else None)
+    return allowed is not None and any(same_value(a, x) for a in allowed)
 
 
 def _vm_difference_counts(before: Any, fname: str, args: dict[str, Any],

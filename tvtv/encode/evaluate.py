@@ -309,6 +309,15 @@ def order_free_sum(values: Sequence[float], dtype: str) -> float | None:
 
 
 def _every_tree(vals: list[float], kind: Any) -> float | None:
+    """The value every binary tree of roundings of `vals` gives (`kind`: the numpy scalar
+    type), or None when two trees differ or they take too many values."""
+    found = _tree_values(vals, kind)
+    return found[0] if found is not None and len(found) == 1 else None
+
+
+def _tree_values(vals: list[float], kind: Any) -> list[float] | None:
+    """Every value a binary tree of roundings of `vals` gives (NaN once), or None when a
+    subset's sums take more than ORDER_VALUES_CAP values."""
     terms = [kind(v) for v in vals]
     memo: dict[int, dict[Any, Any]] = {}
 
@@ -346,9 +355,20 @@ def _every_tree(vals: list[float], kind: Any) -> float | None:
 
     with np.errstate(all="ignore"):
         found = sums((1 << len(terms)) - 1)
-    if found is None or len(found) != 1:
-        return None
-    return float(next(iter(found.values())))
+    return None if found is None else [float(v) for v in found.values()]
+
+
+def order_sum_values(values: Sequence[float], dtype: str) -> list[float] | None:
+    """Every value the summation orders of `values` give in `dtype`: `order_free_sum`'s one
+    value where it has one, else, up to ORDER_TREES_UPTO float32/float64 terms, every tree's
+    (at most ORDER_VALUES_CAP of them); None when that cannot be told."""
+    one = order_free_sum(values, dtype)
+    if one is not None:
+        return [one]
+    vals = [float(v) for v in values]
+    if vals and len(vals) <= ORDER_TREES_UPTO and dtype in _ONE_ROUNDING:
+        return _tree_values(vals, _ONE_ROUNDING[dtype])
+    return None
 
 
 def _exact_sum(vals: list[float], dtype: str) -> float | None:
@@ -473,6 +493,71 @@ def cpu_value(term: z3.ExprRef, dtype: str) -> Any:
     compile for the dtype (float16 atan) stays open, and so does the term."""
     v = _resolve(term, lambda v: element_value(v, dtype) is not None, _cpu_walk)
     return None if v is None else element_value(v, dtype)
+
+
+# `cpu_values`: at most this many values (branches over open sums' orders) for an element
+ORDER_BRANCHES_CAP = 64
+
+
+def cpu_values(term: z3.ExprRef, dtype: str, cap: int = ORDER_BRANCHES_CAP) -> list[Any] | None:
+    """Every value `term` takes in a run with TVM's own functions, whatever order its float
+    sums take: `cpu_value`'s evaluation, branching on each value of a sum of numerals
+    whose summation orders differ (`order_sum_values`; innermost first, as a layer_norm's
+    variance terms need its mean). The specification leaves a reduction's order open, so a
+    target value outside this list is one no order gives: sound for confirming a
+    difference where `cpu_value` has none. None when something else stays open, or past
+    `cap` branches."""
+    found: dict[Any, Any] = {}
+    work = [term]
+    branches = 1
+    while work:
+        v = _settle(work.pop(), _cpu_walk)
+        value = _numeral_value(v, dtype)
+        if value is not None:
+            found[_value_key(value)] = value
+            continue
+        opened = _outermost_where(v, _order_values_of)
+        if not opened:
+            return None
+        app, values = opened[0]
+        branches += len(values) - 1
+        if branches > cap:
+            return None
+        work += [z3.substitute(v, (app, x)) for x in values]
+    return list(found.values())
+
+
+def _settle(term: z3.ExprRef, walk: Any) -> z3.ExprRef:
+    """`term` simplified, with `walk`'s (application, value) pairs substituted round by
+    round until it gives none (`_resolve` without a goal)."""
+    v = z3.simplify(term)
+    for _ in range(LIBM_ROUNDS):
+        pairs = walk(v)
+        if not pairs:
+            break
+        v = z3.simplify(z3.substitute(v, *pairs))
+    return v
+
+
+def _order_values_of(t: z3.ExprRef) -> list[z3.ExprRef] | None:
+    """The numerals a float sum of numerals `t` takes over its summation orders
+    (`order_sum_values`), or None (not such a sum, or its values cannot be told)."""
+    if not (z3.is_app(t) and t.num_args()):
+        return None
+    m = _REDUCTION_UF.match(t.decl().name())
+    terms = _reduction_terms(t) if m is not None and m.group(1) == "sum" else None
+    if terms is None:
+        return None
+    dtype = m.group(2)       # type: ignore[union-attr]
+    values = order_sum_values([fp_value(x, dtype) for x in terms], dtype)
+    return None if values is None else [_fp_numeral(x, dtype, t.sort()) for x in values]
+
+
+def _value_key(value: Any) -> Any:
+    """A key telling values apart as refinement does: one NaN, and -0.0 apart from +0.0."""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else (value, math.copysign(1.0, value))
+    return value
 
 
 def _cpu_walk(term: z3.ExprRef) -> list[tuple[z3.ExprRef, z3.ExprRef]]:

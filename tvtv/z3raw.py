@@ -1,5 +1,5 @@
 """Z3's C API on raw term pointers, for walks over large terms (`tvtv.encode.canonical`,
-`tvtv.encode.function.abstractions_in`, `tvtv.absfp.abstract`): through z3py objects a walk costs ~0.1 ms a node in
+`tvtv.encode.abstraction.abstractions_in`, `tvtv.encode.evaluate`, `tvtv.absfp.abstract`): through z3py objects a walk costs ~0.1 ms a node in
 object creation and reference counting. A raw pointer is valid while some live term holds it,
 so a walk over the subterms of live terms needs no references of its own.
 
@@ -60,6 +60,39 @@ def at_most(term: Any, n: int) -> bool:
         elif kind == z3.Z3_QUANTIFIER_AST:
             todo.append(QUANTIFIER_BODY(ref, e))
     return True
+
+
+def uninterpreted_names(terms: Any) -> set[str]:
+    """The names of the uninterpreted functions applied (to arguments) in `terms` (z3
+    expressions of one context), quantifier bodies included. The terms are alive while it
+    runs, so their subterms' ids are not reused."""
+    terms = list(terms)
+    if not terms:
+        return set()
+    ref = terms[0].ctx_ref()
+    found: set[str] = set()
+    seen: set[int] = set()
+    named: set[int] = set()               # function declarations (addresses) already named
+    todo = [t.as_ast() for t in terms]
+    while todo:
+        e = todo.pop()
+        key = ID(ref, e)
+        if key in seen:
+            continue
+        seen.add(key)
+        kind = KIND(ref, e)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            todo.append(QUANTIFIER_BODY(ref, e))
+        elif kind == z3.Z3_APP_AST:
+            n = NUM_ARGS(ref, e)
+            if n == 0:
+                continue
+            decl = DECL(ref, e)
+            if decl.value not in named and DECL_KIND(ref, decl) == z3.Z3_OP_UNINTERPRETED:
+                named.add(decl.value)
+                found.add(decl_name(ref, decl))
+            todo.extend(ARG(ref, e, i) for i in range(n))
+    return found
 
 
 def selects(arr: z3.ArrayRef, n: int) -> list[z3.ExprRef]:

@@ -486,8 +486,9 @@ def _cpu_outputs(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[st
                        lambda: _cpu_outputs_now(module, fname, args))
 
 
-# open elements of one output whose values over their sums' orders are asked
-# (`Evaluated.order_values`); each costs up to `evaluate.ORDER_BRANCHES_CAP` evaluations
+# open elements of one output whose values over their sums' orders are evaluated
+# (`Evaluated.order_values`; only those with a sum to branch on count); each costs up to
+# `evaluate.ORDER_BRANCHES_CAP` evaluations
 ORDER_VALUES_ELEMENTS = 8
 
 
@@ -504,14 +505,16 @@ class Evaluated(list):
 
     def order_values(self, i: int) -> list[Any] | None:
         """Element i's values over its sums' orders ([its value] where it has one), or None
-        where they cannot be told, or past ORDER_VALUES_ELEMENTS open elements asked."""
-        from tvtv.encode.evaluate import cpu_values
+        where they cannot be told, or past ORDER_VALUES_ELEMENTS elements evaluated so."""
+        from tvtv.encode.evaluate import cpu_values, has_branching_sum
         if self[i] is not None:
             return [self[i]]
         if i not in self._asked:
             if self._terms is None or len(self._asked) >= ORDER_VALUES_ELEMENTS:
                 return None
             try:
+                if not has_branching_sum(self._terms[i]):
+                    return None          # nothing to branch on (not counted: a quick test)
                 self._asked[i] = cpu_values(self._terms[i], self._dtype)
             except z3.Z3Exception:
                 self._asked[i] = None

@@ -508,8 +508,8 @@ def cpu_values(term: z3.ExprRef, dtype: str, cap: int = ORDER_BRANCHES_CAP) -> l
     target value outside this list is one no order gives: sound for confirming a
     difference where `cpu_value` has none. None when something else stays open, or past
     `cap` branches."""
-    if not any(_branching_sum(name) for name in z3raw.uninterpreted_names([term])):
-        return None          # no sum to branch on: `cpu_value`'s answer stands (a quick test)
+    if not has_branching_sum(term):
+        return None          # no sum to branch on: `cpu_value`'s answer stands
     found: dict[Any, Any] = {}
     work = [term]
     branches = 1
@@ -528,6 +528,12 @@ def cpu_values(term: z3.ExprRef, dtype: str, cap: int = ORDER_BRANCHES_CAP) -> l
             return None
         work += [z3.substitute(v, (app, x)) for x in values]
     return list(found.values())
+
+
+def has_branching_sum(term: z3.ExprRef) -> bool:
+    """Does `term` apply a float sum `cpu_values` may branch on (`_branching_sum`)? A raw
+    walk of its uninterpreted functions: milliseconds, where evaluating it may take a second."""
+    return any(_branching_sum(name) for name in z3raw.uninterpreted_names([term]))
 
 
 def _branching_sum(name: str) -> bool:

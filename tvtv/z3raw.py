@@ -8,7 +8,7 @@ It also builds, for the hashed reductions (`tvtv.absfp.reductions`), the same te
 (`tests/test_z3raw.py` compares them term for term)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import z3
 from z3 import z3core
@@ -41,24 +41,30 @@ def decl_name(ref: Any, decl: Any) -> str:
     return _SYMBOL_STRING(ref, _DECL_NAME(ref, decl)).decode()
 
 
-def at_most(term: Any, n: int) -> bool:
-    """Has `term` (a z3 expression) at most `n` distinct subterms? Stops after n + 1."""
-    ref = term.ctx_ref()
+def _distinct_subterms(ref: Any, roots: list[Any]) -> Iterator[tuple[Any, int]]:
+    """(raw subterm, its AST kind) for each distinct subterm of the raw terms `roots`
+    (quantifier bodies included), each once. The roots must stay alive meanwhile."""
     seen: set[int] = set()
-    todo = [term.as_ast()]
+    todo = list(roots)
     while todo:
         e = todo.pop()
         key = ID(ref, e)
         if key in seen:
             continue
         seen.add(key)
-        if len(seen) > n:
-            return False
         kind = KIND(ref, e)
+        yield e, kind
         if kind == z3.Z3_APP_AST:
             todo.extend(ARG(ref, e, i) for i in range(NUM_ARGS(ref, e)))
         elif kind == z3.Z3_QUANTIFIER_AST:
             todo.append(QUANTIFIER_BODY(ref, e))
+
+
+def at_most(term: Any, n: int) -> bool:
+    """Has `term` (a z3 expression) at most `n` distinct subterms? Stops after n + 1."""
+    for count, _ in enumerate(_distinct_subterms(term.ctx_ref(), [term.as_ast()]), 1):
+        if count > n:
+            return False
     return True
 
 
@@ -71,27 +77,14 @@ def uninterpreted_names(terms: Any) -> set[str]:
         return set()
     ref = terms[0].ctx_ref()
     found: set[str] = set()
-    seen: set[int] = set()
     named: set[int] = set()               # function declarations (addresses) already named
-    todo = [t.as_ast() for t in terms]
-    while todo:
-        e = todo.pop()
-        key = ID(ref, e)
-        if key in seen:
+    for e, kind in _distinct_subterms(ref, [t.as_ast() for t in terms]):
+        if kind != z3.Z3_APP_AST or NUM_ARGS(ref, e) == 0:
             continue
-        seen.add(key)
-        kind = KIND(ref, e)
-        if kind == z3.Z3_QUANTIFIER_AST:
-            todo.append(QUANTIFIER_BODY(ref, e))
-        elif kind == z3.Z3_APP_AST:
-            n = NUM_ARGS(ref, e)
-            if n == 0:
-                continue
-            decl = DECL(ref, e)
-            if decl.value not in named and DECL_KIND(ref, decl) == z3.Z3_OP_UNINTERPRETED:
-                named.add(decl.value)
-                found.add(decl_name(ref, decl))
-            todo.extend(ARG(ref, e, i) for i in range(n))
+        decl = DECL(ref, e)
+        if decl.value not in named and DECL_KIND(ref, decl) == z3.Z3_OP_UNINTERPRETED:
+            named.add(decl.value)
+            found.add(decl_name(ref, decl))
     return found
 
 

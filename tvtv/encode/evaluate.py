@@ -506,8 +506,10 @@ def cpu_values(term: z3.ExprRef, dtype: str, cap: int = ORDER_BRANCHES_CAP) -> l
     whose summation orders differ (`order_sum_values`; innermost first, as a layer_norm's
     variance terms need its mean). The specification leaves a reduction's order open, so a
     target value outside this list is one no order gives: sound for confirming a
-    difference where `cpu_value` has none. None when something else stays open, or past
-    `cap` branches."""
+    difference where `cpu_value` has none. A sum applied in several places takes one value
+    in each branch: a sum is a function of its terms, as the check's reassociation assumes
+    (`tvtv.absfp.reductions`). None when something else stays open, or past `cap`
+    branches."""
     if not has_branching_sum(term):
         return None          # no sum to branch on: `cpu_value`'s answer stands
     found: dict[Any, Any] = {}

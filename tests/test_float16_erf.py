@@ -12,16 +12,12 @@ from tvm.script import relax as R
 
 import tvtv
 from tests.conftest import mutate
-from tvtv.ir import tvm_bridge
+from tests.test_tir_conformance import _legalized_on_the_vm
 
 
 def _erf_on_the_vm(a: np.ndarray) -> np.ndarray:
     """`relax.erf` of the 1-D array `a`, legalized and run on the VM."""
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((len(a),), str(a.dtype)))
-    with bb.function("main", [x]):
-        bb.emit_func_output(bb.emit(relax.op.erf(x)))
-    (r,) = tvm_bridge.run_vm(relax.transform.LegalizeOps()(bb.get()), "main", [a])
+    (r,) = _legalized_on_the_vm(["erf"], a, str(a.dtype))
     return r
 
 

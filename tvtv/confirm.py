@@ -486,17 +486,13 @@ def _cpu_outputs(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[st
                        lambda: _cpu_outputs_now(module, fname, args))
 
 
-# open elements of one output whose values over their sums' orders are evaluated
-# (`Evaluated.order_values`; only those with a sum to branch on count); each costs up to
-# `evaluate.ORDER_BRANCHES_CAP` evaluations
-ORDER_VALUES_ELEMENTS = 8
-
-
 class Evaluated(list):
     """An output's element values as `_cpu_outputs` gives them (None where open), and for an
     open element, when asked, every value it takes over the summation orders of its float
     sums (`evaluate.cpu_values`: the specification leaves those orders open, so one value is
-    no answer, but a target value outside all of them is a difference)."""
+    no answer, but a target value outside all of them is a difference). Asked at one element
+    of a run at a time (`_spec_cpu_difference`, `_source_ran_as_specified`): each costs up to
+    `evaluate.ORDER_BRANCHES_CAP` evaluations."""
 
     def __init__(self, values: list[Any], terms: list[z3.ExprRef] | None, dtype: str) -> None:
         super().__init__(values)
@@ -505,16 +501,14 @@ class Evaluated(list):
 
     def order_values(self, i: int) -> list[Any] | None:
         """Element i's values over its sums' orders ([its value] where it has one), or None
-        where they cannot be told, or past ORDER_VALUES_ELEMENTS elements evaluated so."""
-        from tvtv.encode.evaluate import cpu_values, has_branching_sum
+        where they cannot be told."""
+        from tvtv.encode.evaluate import cpu_values
         if self[i] is not None:
             return [self[i]]
+        if self._terms is None:
+            return None
         if i not in self._asked:
-            if self._terms is None or len(self._asked) >= ORDER_VALUES_ELEMENTS:
-                return None
             try:
-                if not has_branching_sum(self._terms[i]):
-                    return None          # nothing to branch on (not counted: a quick test)
                 self._asked[i] = cpu_values(self._terms[i], self._dtype)
             except z3.Z3Exception:
                 self._asked[i] = None
@@ -608,33 +602,33 @@ def _spec_cpu_difference(src: list[Any], tgt: list[Any], outs: list[np.ndarray],
         if k >= len(outs) or shape != tshape or outs[k].shape != shape:
             continue
         ran = outs[k].reshape(-1)
-        here = -1 if at is None or at[0] != k or len(at[1]) != len(shape) \
-            or not all(0 <= a < d for a, d in zip(at[1], shape)) else \
-            (int(np.ravel_multi_index(at[1], shape)) if shape else 0)
+        here = _flat_index(at[1], shape) if at is not None and at[0] == k else None
         for i, (v, t) in enumerate(zip(spec, tvals)):
-            got = py_value(ran[i])
-            if t is None and i == here and isinstance(tvals, Evaluated):
-                # the target's own sums are order-open in its encoding too (a TIR loop is
-                # the op's reduction term): its run must be one of their orders' values
-                t_allowed = tvals.order_values(i)
-                if t_allowed is None or not any(same_value(a, got) for a in t_allowed):
-                    continue
-                t = got
-            if t is None or not same_value(t, got):
+            if i == here:
+                # open values here are every value their sums' orders give; the target's
+                # own sums are order-open in its encoding too (a TIR loop is the op's
+                # reduction term), so its run must be one of their values
+                allowed, t_allowed = spec.order_values(i), tvals.order_values(i)
+            elif v is None or t is None:
                 continue
-            if v is not None:
-                allowed = [v]
-            elif i == here and isinstance(spec, Evaluated):
-                allowed = spec.order_values(i)
-                if allowed is None:
-                    continue
             else:
+                allowed, t_allowed = [v], [t]
+            if allowed is None or t_allowed is None:
                 continue
-            if not all(counts(a, t, assume) for a in allowed):
+            got = py_value(ran[i])
+            if not any(same_value(a, got) for a in t_allowed) \
+                    or not all(counts(a, got, assume) for a in allowed):
                 continue
             idx = tuple(int(d) for d in np.unravel_index(i, shape)) if shape else ()
-            return k, idx, allowed, t
+            return k, idx, allowed, got
     return None
+
+
+def _flat_index(idx: tuple[int, ...], shape: tuple[int, ...]) -> int | None:
+    """The row-major position of `idx` in `shape`, or None when it is not an index of it."""
+    if len(idx) != len(shape) or not all(0 <= a < d for a, d in zip(idx, shape)):
+        return None
+    return int(np.ravel_multi_index(idx, shape)) if shape else 0
 
 
 def _spec_vs_vm_elsewhere(before: Any, after: Any, fname: str, args: dict[str, Any],
@@ -696,9 +690,8 @@ def _source_ran_as_specified(before: Any, fname: str, args: dict[str, Any],
     if outs is None or k >= len(outs):
         return False
     _, shape, vals = outs[k]
-    flat = int(np.ravel_multi_index(idx, shape)) if shape else 0
-    allowed = vals.order_values(flat) if isinstance(vals, Evaluated) else \
-        ([vals[flat]] if vals[flat] is not None else None)
+    flat = _flat_index(tuple(idx), shape)
+    allowed = None if flat is None else vals.order_values(flat)
     return allowed is not None and any(same_value(a, x) for a in allowed)
 
 

@@ -363,13 +363,11 @@ def order_sum_values(values: Sequence[float], dtype: str) -> list[float] | None:
     """Every value the summation orders of `values` give in `dtype`: `order_free_sum`'s one
     value where it has one, else, up to ORDER_TREES_UPTO float32/float64 terms, every tree's
     (at most ORDER_VALUES_CAP of them); None when that cannot be told."""
-    one = order_free_sum(values, dtype)
-    if one is not None:
-        return [one]
     vals = [float(v) for v in values]
     if vals and len(vals) <= ORDER_TREES_UPTO and dtype in _ONE_ROUNDING:
-        return _tree_values(vals, _ONE_ROUNDING[dtype])
-    return None
+        return _tree_values(vals, _ONE_ROUNDING[dtype])     # (order_free_sum's trees, all)
+    one = order_free_sum(vals, dtype)
+    return None if one is None else [one]
 
 
 def _exact_sum(vals: list[float], dtype: str) -> float | None:

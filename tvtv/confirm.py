@@ -517,12 +517,15 @@ class Evaluated(list):
 
 def _cpu_outputs_now(module: Any, fname: str, args: dict[str, Any]) -> list[tuple[str, tuple, list]] | None:
     """`_cpu_outputs`, evaluated."""
-    from tvtv.encode.evaluate import cpu_value, values_of
+    from tvtv.encode.evaluate import cpu_truth, cpu_value, values_of
     from tvtv.encode.values import flatten
 
     try:
         value, ctx = _ieee_run(module, fname, args)
-        if not certainly_holds(ctx.well_defined()):
+        # defined in the run with TVM's functions, as the outputs below are valued; for
+        # every interpretation where those values leave it open
+        defined = cpu_truth(ctx.well_defined())
+        if not (certainly_holds(ctx.well_defined()) if defined is None else defined):
             return None
         out: list[tuple[str, tuple, list]] = []
         for t in flatten(value):

@@ -330,6 +330,12 @@ def test_float16_rms_norm_rounding_is_confirmed_on_integral_inputs(monkeypatch):
         assert np.array_equal(v, np.round(v)) and np.abs(v).max() <= 4, v
     spec, tgt = cex.executed_values
     assert spec != tgt and math.isfinite(spec) and math.isfinite(tgt)
+    # its twin: with the comparison's budget spent after the solver's set, the drawn sets
+    # are not begun (`confirm.SPEC_CPU_BUDGET`) and nothing confirms it
+    monkeypatch.setattr(confirm, "SPEC_CPU_BUDGET", -1.0)
+    cex = Counterexample("value", "output 0 differs at index (0, 0)", zeros, 0, (0, 0))
+    c = confirm.confirm_case(src, legal, "main", ["x", "w"], cex)
+    assert c.confirmed is False, c
 
 
 @pytest.mark.parametrize("with_constant", [True, False], ids=["constant-set", "without-it"])

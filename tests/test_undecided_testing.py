@@ -153,3 +153,24 @@ def test_a_candidate_nothing_shows_leaves_the_check_unknown():
     r, fn = _undecided_with_candidate(src)
     api._confirm_candidate(r, src, tgt, fn, Options(fp="real"))
     assert r.verdict == "unknown" and r.counterexample is None, r.to_dict()
+
+
+def test_a_candidate_the_check_ran_already_is_not_run_again():
+    """A candidate that execution already ran during the check (`refinement.executing`,
+    kept by `_verify_direct` as id -> (counterexample, answer)) takes that answer: not shown
+    there, it is not run again (confirmation is seeded: the second run cost GenCoG seed-0
+    graph 5 another 219 s for the same answer). The same candidate, not recorded, is run and
+    shown (the first test), so the answer recorded is what decides."""
+    from tvtv import api
+    from tvtv.refinement import Options
+    src, tgt = _matmul_reordered()
+    r, fn = _undecided_with_candidate(src)
+    cex = r.candidate
+    api._confirm_candidate(r, src, tgt, fn, Options(), {id(cex): (cex, False)})
+    assert r.verdict == "unknown" and r.counterexample is None, r.to_dict()
+    # an entry under a reused id that is another counterexample is not its answer
+    r, fn = _undecided_with_candidate(src)
+    other = _undecided_with_candidate(src)[0].candidate
+    api._confirm_candidate(r, src, tgt, fn, Options(), {id(r.candidate): (other, False)})
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+

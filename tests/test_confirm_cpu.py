@@ -441,6 +441,7 @@ def test_definedness_is_judged_with_tvms_functions(x1, defined):
     assert E.cpu_truth(ctx.well_defined()) is defined
     outs = confirm._cpu_outputs_now(mod, "main", args)
     assert (outs is not None) is defined
+    assert confirm.defined_on(mod, "main", args) is defined   # (a VM difference's set)
     if defined:
         assert list(outs[0][2]) == [0, 0]
 

@@ -4,6 +4,7 @@ code found so is a counterexample; none found leaves the verdict `unknown`, neve
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tvm import relax
 
 import tvtv
@@ -36,10 +37,21 @@ SOFTMAX_LEGAL = relax.transform.LegalizeOps()(SOFTMAX)
 PARAMS = [("x", (1, 1, 16), "float32"), ("g", (1,), "float32"), ("b", (1,), "float32")]
 
 
-def test_an_undecided_check_gets_the_counterexample_testing_shows():
+@pytest.mark.parametrize("early", [True, False], ids=["before-climbing", "after-the-ladder"])
+def test_an_undecided_check_gets_the_counterexample_testing_shows(monkeypatch, early):
+    """Testing runs when the first query times out, before the ladder climbs
+    (`refinement.testing_when_undecided`), and, when that finds nothing (here: switched
+    off), once more after the ladder, with the whole testing budget."""
+    from tvtv import api
+    if not early:
+        monkeypatch.setattr(api, "_tested_early", lambda *args: None)
     (r,) = tvtv.verify(GROUP_NORM, GROUP_NORM_LEGAL, timeout=0.001).results
     assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
-    assert any(lv.startswith("undecided by the solver (timeout") for lv in r.levels), r.levels
+    prefix = (f"{api.TESTED_BEFORE_CLIMBING}; {api.TESTING_FOUND}" if early
+              else "undecided by the solver (timeout")
+    assert any(lv.startswith(prefix) for lv in r.levels), r.levels
+    # before climbing: decided at the first level, no finer one was encoded
+    assert (sum(lv.startswith("level: ") for lv in r.levels) == 1) is early, r.levels
     cex = r.counterexample
     assert cex.confirmed_by == "ieee-spec-cpu"
     spec, tgt = cex.executed_values

@@ -15,7 +15,7 @@ from tvtv.errors import InputError, TvtvError, tvm_message
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, executing,
-                             refine_timeout, result_label, separates)
+                             refine_timeout, result_label, separates, testing_when_undecided)
 from tvtv.report import COUNTEREXAMPLE, UNKNOWN, Report, Result
 
 
@@ -151,7 +151,13 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
             its answer kept for the confirmation below."""
             ran[id(cex)] = (cex, _confirm_on_vm(before, after, src.functions[fname], cex, opts))
             return ran[id(cex)][1]
-        with operator_lemmas(proved), executing(run if confirm_vm else None):
+        def test(fname: str) -> tuple[Any, str] | None:
+            """`fname` tested on drawn inputs for `EARLY_TESTING_BUDGET` seconds, when its
+            check first times out (`refinement.testing_when_undecided`)."""
+            return _tested_early(before, after, src.functions[fname], opts)
+        early = test if confirm_vm and opts.fp != "real" else None
+        with operator_lemmas(proved), executing(run if confirm_vm else None), \
+                testing_when_undecided(early):
             results = check_programs(src, tgt, opts, pass_name, label)
     if proved is not None:   # the lemmas are part of the check: their time counts
         for r in results:
@@ -364,6 +370,28 @@ def drawn_input_difference(before: Any, after: Any, fn: Any, assume: tuple[str, 
         return None
     params = [(p.name, p.ty.shape, p.ty.dtype) for p in fn.params]
     return confirm.search_by_testing(before, after, fn.name, params, assume, budget, input_class)
+
+
+# seconds of IEEE evaluation of the testing done when a check first times out (the full
+# `confirm.TESTING_BUDGET` comes after the ladder, when the solver has not decided)
+EARLY_TESTING_BUDGET = 15.0
+# the start of the level of a check decided by that testing
+TESTED_BEFORE_CLIMBING = "timed out before refining"
+
+
+def _tested_early(before: Any, after: Any, fn: Any, opts: Options) -> tuple[Any, str] | None:
+    """Relax function `fn` tested on drawn inputs for `EARLY_TESTING_BUDGET` seconds
+    (`drawn_input_difference`), when its check's first query timed out and before the
+    ladder climbs: (counterexample, its level) or None. Not in the real model (testing
+    compares IEEE values bit for bit, and that model allows rounding)."""
+    if opts.fp == "real":
+        return None
+    found = drawn_input_difference(before, after, fn, tuple(opts.assume), EARLY_TESTING_BUDGET,
+                                   opts.input_class)
+    if found is None:
+        return None
+    cex, how = found
+    return cex, f"{TESTED_BEFORE_CLIMBING}; {TESTING_FOUND}: {how.detail}"
 
 
 def _test_on_drawn_inputs(r: Result, before: Any, after: Any, fn: Any, opts: Options,

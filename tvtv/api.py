@@ -151,9 +151,13 @@ def _verify_direct(before: Any, after: Any, pass_name: str | None, label: str | 
             its answer kept for the confirmation below."""
             ran[id(cex)] = (cex, _confirm_on_vm(before, after, src.functions[fname], cex, opts))
             return ran[id(cex)][1]
-        def test(fname: str) -> tuple[Any, str] | None:
-            """`fname` tested on drawn inputs for `EARLY_TESTING_BUDGET` seconds, when its
-            check first times out (`refinement.testing_when_undecided`)."""
+        done = {fn.name for k, fn in enumerate(src.public_functions()) if k in tested}
+
+        def test(fname: str) -> tuple[Any, str]:
+            """`fname` tested on drawn inputs when its check first times out
+            (`refinement.testing_when_undecided`), unless it was tested in vain already."""
+            if fname in done:
+                return None, NOTHING_SHOWN
             return _tested_early(before, after, src.functions[fname], opts)
         early = test if confirm_vm and opts.fp != "real" else None
         with operator_lemmas(proved), executing(run if confirm_vm else None), \
@@ -372,24 +376,21 @@ def drawn_input_difference(before: Any, after: Any, fn: Any, assume: tuple[str, 
     return confirm.search_by_testing(before, after, fn.name, params, assume, budget, input_class)
 
 
-# seconds of IEEE evaluation of the testing done when a check first times out (the full
-# `confirm.TESTING_BUDGET` comes after the ladder, when the solver has not decided)
-EARLY_TESTING_BUDGET = 15.0
-# the start of the level of a check decided by that testing
+# the start of the level of a check decided by testing when it first timed out
 TESTED_BEFORE_CLIMBING = "timed out before refining"
 
 
-def _tested_early(before: Any, after: Any, fn: Any, opts: Options) -> tuple[Any, str] | None:
-    """Relax function `fn` tested on drawn inputs for `EARLY_TESTING_BUDGET` seconds
-    (`drawn_input_difference`), when its check's first query timed out and before the
-    ladder climbs: (counterexample, its level) or None. Not in the real model (testing
-    compares IEEE values bit for bit, and that model allows rounding)."""
-    if opts.fp == "real":
-        return None
-    found = drawn_input_difference(before, after, fn, tuple(opts.assume), EARLY_TESTING_BUDGET,
-                                   opts.input_class)
+def _tested_early(before: Any, after: Any, fn: Any, opts: Options) -> tuple[Any, str]:
+    """Relax function `fn` tested on drawn inputs (`drawn_input_difference`, the whole
+    `confirm.TESTING_BUDGET`) when its check's first query timed out, before the ladder
+    climbs: (the counterexample or None, the level saying what testing showed). Nothing
+    shown is `NOTHING_SHOWN`, so the check is not tested again after the ladder (the sets are
+    seeded: it would evaluate the same ones). Only called where `_test_on_drawn_inputs` would
+    test (confirmation on, not the real model)."""
+    found = drawn_input_difference(before, after, fn, tuple(opts.assume),
+                                   input_class=opts.input_class)
     if found is None:
-        return None
+        return None, NOTHING_SHOWN
     cex, how = found
     return cex, f"{TESTED_BEFORE_CLIMBING}; {TESTING_FOUND}: {how.detail}"
 

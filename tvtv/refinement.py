@@ -342,21 +342,22 @@ def _budget_spent() -> bool:
     return deadline is not None and time.perf_counter() >= deadline
 
 
-# tests the named function on drawn inputs for a short while (`testing_when_undecided`): a
-# counterexample shown so and the level that says how, or None
-_TEST: contextvars.ContextVar[Callable[[str], tuple[Counterexample, str] | None] | None] = \
+# tests the named function on drawn inputs (`testing_when_undecided`): the counterexample
+# shown so (or None) and the level that says what testing showed
+_TEST: contextvars.ContextVar[Callable[[str], tuple[Counterexample | None, str]] | None] = \
     contextvars.ContextVar("tvtv_test", default=None)
 
 
 @contextmanager
-def testing_when_undecided(test: Callable[[str], tuple[Counterexample, str] | None] | None
+def testing_when_undecided(test: Callable[[str], tuple[Counterexample | None, str]] | None
                            ) -> Iterator[None]:
     """Within: the first time a check's query times out and the ladder is about to climb,
-    the function is tested on drawn inputs (`test(function name)`, `tvtv.api`: a short
+    the function is tested on drawn inputs (`test(function name)`, `tvtv.api`:
     `confirm.search_by_testing`), once per check; a difference found is the verdict,
-    confirmed. The solver spends the rest of its budget on the finer levels otherwise, and
-    testing came only after them: GenCoG seed-0 graph 0 under LegalizeOps was found by
-    testing after 226 s of its 240 s, where testing needed 14 s."""
+    confirmed, and the level says what testing showed either way (a check tested so is not
+    tested again after the ladder). The solver spent the rest of its budget on the finer
+    levels otherwise, and testing came only after them: GenCoG seed-0 graph 0 under
+    LegalizeOps was found by testing after 226 s of its 240 s, where testing needed 14 s."""
     token = _TEST.set(test)
     try:
         yield
@@ -1075,13 +1076,14 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     used = set() if enc is None or _budget_spent() else (
                         enc.notes if err.terms is None else abstractions_in(err.terms))
                     if worth_climbing(rung, rungs[rung_no + 1:], used):
-                        found, test = (test(name) if test is not None else None), None
-                        if found is not None:
-                            cex, level = found
+                        if test is not None:
+                            shown, level = test(name)
+                            test = None
                             levels.append(level)
-                            r = result(COUNTEREXAMPLE, cex.message, cex, levels)
-                            r.confirmed = True
-                            return r
+                            if shown is not None:
+                                r = result(COUNTEREXAMPLE, shown.message, shown, levels)
+                                r.confirmed = True
+                                return r
                         levels.append("timed out: refining")
                         climbed_from = (rung, used)
                         break

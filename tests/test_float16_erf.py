@@ -60,15 +60,34 @@ def test_float16_erf_computed_as_tanh_is_refuted():
     assert r.confirmed, r.to_dict()
 
 
+def _chain_level(before, after) -> str:
+    (r,) = tvtv.verify(before, after).results
+    return next((lv for lv in r.levels if lv.startswith("fp: abstract")), "")
+
+
 def test_float16_erf_puts_float32_on_the_cast_chain():
-    """The abstract model's cast chain gains float32 where float16 erf or gelu occurs
-    (`width.FUNCTION_OF_OP`): off the chain a cast's magnitude is uninterpreted, and the
-    bound |erf| <= 1 would no longer keep float16 erf finite."""
+    """The abstract model's cast chain gains float32 wherever an encoding computes float16
+    erf in it (`width.WiderDtypeNeeded`): for relax.erf, for gelu, and for a PrimFunc's own
+    float16 `T.erf`, which no Relax-level type shows. Off the chain a cast's magnitude is
+    uninterpreted, and the bound |erf| <= 1 would no longer keep float16 erf finite. The
+    twin: float16 tanh computes in float16, and no chain is made."""
     from tvtv.absfp.width import float_dtypes
     from tvtv.ir.relax_reader import read_module
-    assert float_dtypes([read_module(Erf16)]) == ["float16", "float32"]
-    # a check's chain is that of both programs: the legalized one alone shows no float32
-    # value outside its PrimFuncs
-    legal = read_module(relax.transform.LegalizeOps()(Erf16))
-    assert float_dtypes([legal]) == ["float16"]
-    assert float_dtypes([read_module(Erf16), legal]) == ["float16", "float32"]
+    legal = relax.transform.LegalizeOps()(Erf16)
+    assert float_dtypes([read_module(Erf16)]) == ["float16"]   # the Relax values' dtypes
+    assert "casts split along float16" in _chain_level(Erf16, legal)
+    assert "< float32" in _chain_level(Erf16, legal)
+    gelu = mutate(Erf16, "R.erf(x)", "R.nn.gelu(x)")
+    assert "< float32" in _chain_level(gelu, relax.transform.LegalizeOps()(gelu))
+    # the legalized PrimFunc computes float32 erf between explicit casts, and no Relax value
+    # is float32; against a PrimFunc computing float16 T.erf itself, the chain is made all
+    # the same, and the two are proved equal
+    own = mutate(legal, "T.sblock_alloc_buffer((T.int64(3), T.int64(4)))",
+                 'T.sblock_alloc_buffer((T.int64(3), T.int64(4)), "float16")', count=2)
+    own = mutate(own, 'T.Cast("float32", x[v_i0, v_i1])', "x[v_i0, v_i1]")
+    assert '"float32"' not in own.script(), own.script()
+    (r,) = tvtv.verify(legal, own).results
+    assert r.verdict == "proved", r.to_dict()     # (the two computations are one term)
+    assert any(lv.startswith("fp: abstract") and "< float32" in lv for lv in r.levels), r.levels
+    tanh = mutate(Erf16, "R.erf(x)", "R.tanh(x)")
+    assert "casts split" not in _chain_level(tanh, relax.transform.LegalizeOps()(tanh))

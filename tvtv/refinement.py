@@ -33,7 +33,7 @@ from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel
 from tvtv.absfp.interface import FloatModel
 from tvtv.absfp.real import RealModel
-from tvtv.absfp.width import float_dtypes, magnitude_bits
+from tvtv.absfp.width import WiderDtypeNeeded, float_dtypes, magnitude_bits
 from tvtv.encode.canonical import Canonicalizer
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.enclosures import enclosures
@@ -180,13 +180,16 @@ class _Encoded:
     poisoned_run: bool | None = None
 
 
-def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None) -> tuple[FloatModel, str]:
+def _make_model(fp: str, programs: Sequence[P.Program], mag_bits: int | None,
+                extra_dtypes: Sequence[str] = ()) -> tuple[FloatModel, str]:
+    """The float model `fp` for a check of `programs` and its level; the abstract model's
+    cast chain has the programs' float dtypes and `extra_dtypes` (`WiderDtypeNeeded`)."""
     if fp == "ieee":
         return IEEEModel(), "fp: ieee (bit-exact)"
     if fp == "real":
         return RealModel(), "fp: real (correct up to rounding only)"
-    k, exact = (mag_bits, True) if mag_bits else magnitude_bits(programs)
-    model = AbstractModel(k, float_dtypes(programs))
+    k, exact = (mag_bits, True) if mag_bits else magnitude_bits(programs, extra_dtypes)
+    model = AbstractModel(k, sorted(set(float_dtypes(programs)) | set(extra_dtypes)))
     note = f"fp: abstract, {k} magnitude bits" + ("" if exact else " (capped)")
     if len(model.chain) > 1:
         note += "; casts split along " + " < ".join(f"{d} ({model.width(d)} bits)" for d in model.chain)
@@ -252,7 +255,24 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
 
 def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
             fp: str, mag_bits: int | None, concrete: dict[str, Any] | None = None) -> _Encoded:
-    model, level = _make_model(fp, [src_prog, tgt_prog], mag_bits)
+    """Source and target encoded in one float model `fp`; started again with a wider dtype
+    on the abstract model's cast chain when the encoding asks for one (`WiderDtypeNeeded`:
+    float16 erf computes in float32)."""
+    extra: list[str] = []
+    while True:
+        model, level = _make_model(fp, [src_prog, tgt_prog], mag_bits, extra)
+        try:
+            return _encode_in(model, level, src_prog, src_fn, tgt_prog, tgt_fn, concrete)
+        except WiderDtypeNeeded as wider:
+            if wider.dtype in extra:    # (the model has it: cannot happen twice)
+                raise
+            extra.append(wider.dtype)
+
+
+def _encode_in(model: FloatModel, level: str, src_prog: P.Program, src_fn: P.Function,
+               tgt_prog: P.Program, tgt_fn: P.Function,
+               concrete: dict[str, Any] | None) -> _Encoded:
+    """`_encode` in `model`."""
     options = _RUN.get()
     if isinstance(model, RealModel) and concrete is None:
         # the assumptions say the inputs are finite: build them so (`RealFloats.finite_element`)

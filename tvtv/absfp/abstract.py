@@ -51,6 +51,7 @@ from tvtv.absfp import special
 from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_float, is_int, numpy_dtype
 from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
+from tvtv.absfp.width import WiderDtypeNeeded
 from tvtv.errors import Unsupported
 
 
@@ -498,6 +499,17 @@ class AbstractModel(FloatModel):
         self.used_ufs: set[str] = set()
         self._casts: dict[tuple[str, str], z3.FuncDeclRef] = {}
         self.chain: list[str] = cast_chain(float_dtypes) if precise_casts else []
+        # the dtypes a chain is asked for (none: every cast uninterpreted, as without a chain)
+        self._chain_dtypes = frozenset(float_dtypes) if precise_casts else frozenset()
+
+    def computed_wider(self, fname: str, x: z3.ExprRef, dtype: str) -> z3.ExprRef | None:
+        """As the float models' (`FloatModel.computed_wider`); where the model was made for
+        a cast chain of the programs' dtypes and the function is computed in a dtype not
+        among them, that dtype is asked for (`WiderDtypeNeeded`)."""
+        wide = special.COMPUTED_IN.get((fname, dtype))
+        if wide is not None and self._chain_dtypes and wide not in self._chain_dtypes:
+            raise WiderDtypeNeeded(wide)
+        return super().computed_wider(fname, x, dtype)
 
     def width(self, dtype: str) -> int:
         """Magnitude bits of `dtype`: k for the chain's first link, each later link adds a

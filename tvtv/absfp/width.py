@@ -14,7 +14,6 @@ import math
 from typing import Iterable
 
 from tvtv.absfp.dtypes import is_float
-from tvtv.absfp.special import COMPUTED_IN
 from tvtv.ir import program as P
 
 MIN_BITS = 4
@@ -49,14 +48,6 @@ def _function_count(fn: P.Function) -> int:
     return sum(_type_count(p.ty) for p in fn.params) + _body_count(fn.body)
 
 
-# Relax ops whose encoding applies a float function that some dtype computes in a wider one
-# (`special.COMPUTED_IN`: float16 erf is float32 erf rounded). The wider dtype joins the cast
-# chain, so the casts around the function are the chain's, which keep its bound (|erf| ≤ 1
-# stays finite in float16); off the chain a cast's magnitude is uninterpreted, and
-# `isinf(erf(x))` on float16 was no longer proved (tests/test_tir_ranges.py).
-FUNCTION_OF_OP = {"relax.erf": "erf", "relax.nn.gelu": "erf"}
-
-
 def _type_dtypes(ty: P.Type, out: set[str]) -> None:
     if isinstance(ty, P.TensorType) and is_float(ty.dtype):
         out.add(ty.dtype)
@@ -78,11 +69,6 @@ def _body_dtypes(body: P.Body, out: set[str]) -> None:
             for c in v.args:
                 if isinstance(c, P.Const) and is_float(c.dtype):
                     out.add(c.dtype)
-            fname = FUNCTION_OF_OP.get(v.op)
-            if fname is not None:
-                mine: set[str] = set()
-                _type_dtypes(b.ty, mine)
-                out.update(COMPUTED_IN[(fname, d)] for d in mine if (fname, d) in COMPUTED_IN)
 
 
 def _function_dtypes(fn: P.Function, out: set[str]) -> None:
@@ -92,7 +78,8 @@ def _function_dtypes(fn: P.Function, out: set[str]) -> None:
 
 
 def float_dtypes(programs: Iterable[P.Program]) -> list[str]:
-    """The float dtypes the programs' values have (sorted): they decide the cast chain."""
+    """The float dtypes the programs' Relax values have (sorted): they decide the cast chain,
+    with those an encoding finds it needs besides (`WiderDtypeNeeded`)."""
     out: set[str] = set()
     for prog in programs:
         for f in prog.functions.values():
@@ -105,11 +92,28 @@ def count_values(programs: Iterable[P.Program]) -> int:
     return sum(_function_count(f) for prog in programs for f in prog.functions.values())
 
 
-def magnitude_bits(programs: Iterable[P.Program]) -> tuple[int, bool]:
-    """(k, exact): the smallest sound width, and whether it had to be capped."""
+def magnitude_bits(programs: Iterable[P.Program], extra_dtypes: Iterable[str] = ()
+                   ) -> tuple[int, bool]:
+    """(k, exact): the smallest sound width, and whether it had to be capped; the float
+    dtypes are the programs' and `extra_dtypes` (`WiderDtypeNeeded`)."""
     programs = list(programs)
     n = count_values(programs) + ENCODER_CONSTANTS
-    if len(float_dtypes(programs)) > 1:
+    if len(set(float_dtypes(programs)) | set(extra_dtypes)) > 1:
         n *= 2   # casts observe one more value each: the narrow value below the wide one
     k = max(MIN_BITS, math.ceil(math.log2(n + 4)))
     return min(k, MAX_BITS), k <= MAX_BITS
+
+
+class WiderDtypeNeeded(Exception):
+    """Raised by the abstract model when an encoding applies a float function in a wider
+    dtype than the programs' values have (`special.COMPUTED_IN`: float16 erf is float32 erf
+    rounded) and that dtype is not on the model's cast chain: the encoding starts again
+    with `dtype` on it (`tvtv.refinement._encode`). On the chain the casts around the
+    function keep its bound (|erf| <= 1 stays finite in float16); off it a cast's magnitude
+    is uninterpreted, and `isinf(erf(x))` on float16 was no longer proved
+    (tests/test_tir_ranges.py). Found while encoding, this covers every encoder that applies
+    such a function (relax.erf, gelu, a PrimFunc's float16 T.erf) without a table of them."""
+
+    def __init__(self, dtype: str) -> None:
+        super().__init__(f"the encoding computes in {dtype}, which is not on the cast chain")
+        self.dtype = dtype

@@ -177,9 +177,10 @@ def _outermost_where(term: z3.ExprRef, pick: Any) -> list[tuple[z3.ExprRef, Any]
 def _outermost(term: z3.ExprRef, value_of: Any) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     """(application, value) for the outermost applications in `term` that `value_of` gives a
     value (a numeral term; None: look inside instead), each shared subterm visited once;
-    `value_of` is asked only of applications with arguments."""
-    return _outermost_where(term, lambda t: value_of(t) if z3.is_app(t) and t.num_args()
-                            else None)
+    `value_of` is asked only of applications of uninterpreted functions with arguments
+    (every function valued here is one: exp, erf, sums, products), in a raw walk
+    (`z3raw.outermost_applications`)."""
+    return z3raw.outermost_applications(term, value_of)
 
 
 def _libm_value_of(t: z3.ExprRef) -> z3.ExprRef | None:

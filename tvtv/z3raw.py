@@ -41,9 +41,13 @@ def decl_name(ref: Any, decl: Any) -> str:
     return _SYMBOL_STRING(ref, _DECL_NAME(ref, decl)).decode()
 
 
-def _distinct_subterms(ref: Any, roots: list[Any]) -> Iterator[tuple[Any, int]]:
+def _distinct_subterms(ref: Any, roots: list[Any], quantifiers: bool = True,
+                       stop: Callable[[Any, int], bool] | None = None
+                       ) -> Iterator[tuple[Any, int]]:
     """(raw subterm, its AST kind) for each distinct subterm of the raw terms `roots`
-    (quantifier bodies included), each once. The roots must stay alive meanwhile."""
+    (quantifier bodies included unless `quantifiers` is False), each once, not looking
+    inside a subterm for which `stop(subterm, kind)` holds. The roots must stay alive
+    meanwhile."""
     seen: set[int] = set()
     todo = list(roots)
     while todo:
@@ -54,9 +58,11 @@ def _distinct_subterms(ref: Any, roots: list[Any]) -> Iterator[tuple[Any, int]]:
         seen.add(key)
         kind = KIND(ref, e)
         yield e, kind
+        if stop is not None and stop(e, kind):
+            continue
         if kind == z3.Z3_APP_AST:
             todo.extend(ARG(ref, e, i) for i in range(NUM_ARGS(ref, e)))
-        elif kind == z3.Z3_QUANTIFIER_AST:
+        elif kind == z3.Z3_QUANTIFIER_AST and quantifiers:
             todo.append(QUANTIFIER_BODY(ref, e))
 
 
@@ -97,27 +103,19 @@ def outermost_applications(term: z3.ExprRef, value_of: Callable[[z3.ExprRef], An
     evaluation, HIRGen seed 23 graph 2: the z3py walk was 73% of `evaluate.cpu_value`'s
     time). The term is alive while it runs, so its subterms' ids are not reused."""
     ctx, ref = term.ctx, term.ctx_ref()
-    seen: set[int] = set()
     found: list[tuple[z3.ExprRef, Any]] = []
-    todo = [term.as_ast()]
-    while todo:
-        e = todo.pop()
-        key = ID(ref, e)
-        if key in seen:
-            continue
-        seen.add(key)
-        if KIND(ref, e) != z3.Z3_APP_AST:
-            continue
-        n = NUM_ARGS(ref, e)
-        if n == 0:
-            continue
-        if DECL_KIND(ref, DECL(ref, e)) == z3.Z3_OP_UNINTERPRETED:
-            t = z3.z3._to_expr_ref(e, ctx)
-            value = value_of(t)
-            if value is not None:
-                found.append((t, value))
-                continue
-        todo.extend(ARG(ref, e, i) for i in range(n))
+
+    def valued(e: Any, kind: int) -> bool:
+        if kind != z3.Z3_APP_AST or NUM_ARGS(ref, e) == 0 \
+                or DECL_KIND(ref, DECL(ref, e)) != z3.Z3_OP_UNINTERPRETED:
+            return False
+        t = z3.z3._to_expr_ref(e, ctx)
+        value = value_of(t)
+        if value is not None:
+            found.append((t, value))
+        return value is not None
+    for _ in _distinct_subterms(ref, [term.as_ast()], quantifiers=False, stop=valued):
+        pass
     return found
 
 

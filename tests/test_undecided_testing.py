@@ -188,4 +188,3 @@ def test_a_candidate_the_check_ran_already_is_not_run_again():
     other = _undecided_with_candidate(src)[0].candidate
     api._confirm_candidate(r, src, tgt, fn, Options(), {id(r.candidate): (other, False)})
     assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
-

@@ -409,8 +409,9 @@ def _defined_in_cpu_run(ctx: EncodeContext) -> bool:
     it open (an order-dependent sum, a quantified condition), for every interpretation
     (`evaluate.certainly_holds`)? Asking the solver first gave up after 5 s on every
     input set of GenCoG seed-0 graph 5, whose definedness depends on tan's value."""
-    defined = cpu_truth(ctx.well_defined())
-    return certainly_holds(ctx.well_defined()) if defined is None else defined
+    condition = ctx.well_defined()
+    defined = cpu_truth(condition)
+    return certainly_holds(condition) if defined is None else defined
 
 
 def ieee_element(module: Any, fname: str, inputs: dict[str, Any], output: int,

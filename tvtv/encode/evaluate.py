@@ -535,7 +535,7 @@ def cpu_values(term: z3.ExprRef, dtype: str, cap: int = ORDER_BRANCHES_CAP) -> l
         if value is not None:
             found[_value_key(value)] = value
             continue
-        opened = _outermost_where(v, _order_values_of)
+        opened = _outermost(v, _order_values_of)
         if not opened:
             return None
         app, values = opened[0]
@@ -574,9 +574,8 @@ def _settle(term: z3.ExprRef, walk: Any) -> z3.ExprRef:
 
 def _order_values_of(t: z3.ExprRef) -> list[z3.ExprRef] | None:
     """The numerals a float sum of numerals `t` takes over its summation orders
-    (`order_sum_values`), or None (not such a sum, or its values cannot be told)."""
-    if not (z3.is_app(t) and t.num_args()):
-        return None
+    (`order_sum_values`), or None (not such a sum, or its values cannot be told); asked of
+    applications by `_outermost`."""
     m = _REDUCTION_UF.match(t.decl().name())
     terms = _reduction_terms(t) if m is not None and m.group(1) == "sum" else None
     if terms is None:

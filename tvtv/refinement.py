@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import z3
 
+from tvtv import numeral_cases
 from tvtv import solvers as solvers_mod
 from tvtv import symmetry
 from tvtv import z3fast as zf
@@ -409,6 +410,7 @@ def executing(run: Callable[[str, Counterexample], bool | None] | None) -> Itera
 def _check(s: Query, kind: str = "") -> z3.CheckSatResult:
     """`s`'s answer (a timeout raises `_Timeout`); for a query of `kind` (`_solver`), the
     order of that kind's next queries learnt from it."""
+    s.facts = numeral_cases.fold(s.facts)
     r = s.check()
     orders = _ORDER.get()
     if kind and orders is not None and s.strategy:
@@ -951,7 +953,8 @@ def check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options:
     token = _DEADLINE.set(None if options.budget is None else start + options.budget)
     order = _ORDER.set({})     # learnt anew for each check
     try:
-        return _check_function(src_prog, tgt_prog, name, options, pass_name, label, start)
+        with numeral_cases.shared():
+            return _check_function(src_prog, tgt_prog, name, options, pass_name, label, start)
     finally:
         _ORDER.reset(order)
         _DEADLINE.reset(token)

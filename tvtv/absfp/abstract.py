@@ -311,6 +311,9 @@ class AbstractFloats(ScalarDomain):
         # IEEE 754: x - y is x + (-y), NaN operands included.
         if z3.eq(a, b):
             return self.self_difference(a)
+        split = self.difference_from_guarded(a, b)
+        if split is not None:
+            return split
         return self.add(a, self.neg(b))
 
     def _unit_sign(self, x) -> int | None:

@@ -18,7 +18,7 @@ from tvtv.absfp.dtypes import FLOAT_FORMATS, INT_FORMATS, is_bool, is_int, numpy
 from tvtv.absfp.integers import BoolDomain, IntDomain
 from tvtv.absfp.interface import FloatModel, ScalarDomain, model_value
 from tvtv.errors import Unsupported
-from tvtv import z3context
+from tvtv import numeral_cases, z3context
 from tvtv import z3fast as zf
 
 RNE = z3context.constant(__name__, "RNE", z3.RNE)
@@ -54,11 +54,19 @@ class IEEEFloats(ScalarDomain):
         return zf.fpIsInf(a)
 
     def add(self, a, b):
+        # x + (-x) is x - x (IEEE 754 §6.3: an exact zero sum is +0 in round-to-nearest),
+        # which a specification's `x - max` over one element builds
+        for x, y in ((a, b), (b, a)):
+            if z3.is_app_of(y, z3.Z3_OP_FPA_NEG) and z3.eq(y.arg(0), x):
+                return self.self_difference(x)
         return z3.fpAdd(RNE, a, b)
 
     def sub(self, a, b):
         if z3.eq(a, b):
             return self.self_difference(a)
+        split = self.difference_from_guarded(a, b)
+        if split is not None:
+            return split
         return z3.fpSub(RNE, a, b)
 
     def mul(self, a, b):
@@ -92,6 +100,12 @@ class IEEEFloats(ScalarDomain):
         return self._ufs[name]
 
     def unary(self, fname: str, x):
+        # on a few numerals (x - x, a one-element softmax's x - max): each case's special
+        # value folds, where the function's cases over a symbolic argument would reach its
+        # uninterpreted function (`tvtv.numeral_cases`)
+        split = numeral_cases.lifted(lambda v: self.unary(fname, v), x)
+        if split is not None:
+            return split
         wider = self.owner.computed_wider(fname, x, self.dtype)
         if wider is not None:
             return wider

@@ -6,6 +6,7 @@ ever call these methods, so the same encoder works in both float models and for 
 """
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
@@ -79,6 +80,27 @@ class ScalarDomain(ABC):
         seed-0 graph 6 under per-operation: unknown before, proved in 78 s after;
         2026-11-29)."""
         return zf.If(zf.Or(self.is_nan(x), self.is_inf(x)), self.nan(), self.zero())
+
+    def difference_from_guarded(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef | None:
+        """`a - b` where `b` is `ite(c, k, a)`, split on `c`: `ite(c, a - k, a - a)`, with
+        `a - a` as `self_difference`, and `a` put in as -inf where `c` says it is -inf. None
+        when `b` has another shape.
+
+        That shape is `x - T.max(-FLT_MAX, x)` (`tvtv.encode.tir.intrinsics.tir_max`): the
+        `x - max` of a softmax or log_softmax over an axis of one element, whose max reduction
+        starts from -FLT_MAX. Split, its value is one of -inf, NaN and +0, and what follows
+        (FastMathTransform's fast_exp polynomial, a division) is a function of three numerals;
+        left as a subtraction, the solver decided it bit by bit for every float `x` and
+        timed out after 30 s on a softmax over a (2, 4, 1) tensor's last axis. Same value
+        both ways: it is a case split."""
+        if not (z3.is_app_of(b, z3.Z3_OP_ITE) and z3.eq(b.arg(2), a)):
+            return None
+        c, k = b.arg(0), b.arg(1)
+        if z3.eq(c, self.is_signed_inf(a, -1)):
+            pinned = z3.simplify(self.sub(self.const(-math.inf), k))   # a numeral in IEEE
+        else:
+            pinned = self.sub(a, k)
+        return zf.If(c, pinned, self.self_difference(a))
 
     def maximum(self, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
         """numpy.maximum: NaN if either is NaN, else `a if a > b else b` (ties give b)."""

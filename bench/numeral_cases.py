@@ -26,16 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SOFTMAX_OF_ONE = """
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((2, 4, 1), "float32")) -> R.Tensor((2, 4, 1), "float32"):
-        with R.dataflow():
-            y = R.nn.softmax(x, axis=2)
-            R.output(y)
-        return y
-"""
 ZERO_ASSUME = ("no-nan", "no-inf", "no-signed-zeros", "per-operation", "op-rounding")
 
 
@@ -61,15 +51,14 @@ def timed(mod, pass_name: str, folded: bool, timeout: float, budget: float,
 
 def main() -> None:
     import generators
-    from tvtv.ir import tvm_bridge
+    from tests.test_numeral_cases import SoftmaxOfOne
     ap = argparse.ArgumentParser()
     ap.add_argument("--graphs", type=int, default=4, help="seed-0 graphs for FuseTIR and zero")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per query")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds per check (as the CLI's --case-timeout 120)")
     args = ap.parse_args()
-    cases = [("decides", "softmax over one element", tvm_bridge.parse_script(SOFTMAX_OF_ONE),
-              "FastMathTransform", ()),
+    cases = [("decides", "softmax over one element", SoftmaxOfOne, "FastMathTransform", ()),
              ("decides", "isra seed 23 graph 6", generators.generate_module("isra", 23, 6),
               "FastMathTransform", ())]
     for k in range(args.graphs):

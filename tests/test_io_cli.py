@@ -341,6 +341,45 @@ def test_to_mixed_precision_computes_an_int32_matmul_in_float32():
     assert r.counterexample.confirmed_ieee is True or r.confirmed is True, r.to_dict()
 
 
+CALLS_PRIVATE = '''
+@I.ir_module
+class Module:
+    @R.function(private=True)
+    def f(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        y = R.exp(x)
+        return y
+
+    @R.function
+    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        cls = Module
+        y = cls.f(x)
+        return y
+'''
+
+
+def test_a_pass_crash_is_told_from_a_rejection(tmp_path):
+    """FastMathTransform (a Python pass) raises AttributeError on a well-formed module that
+    calls a private function (docs/findings.md): "TVM crashed in the pass", with the error's
+    type, in the pass's check and in a pipeline's; TVM's own error on an int32 logical_and
+    stays a rejection (the test below)."""
+    import tvm
+    from tvtv import pipeline
+    from tvtv.report import unknown_cause
+    mod = tvm_bridge.parse_script(CALLS_PRIVATE)
+    assert tvm_bridge.is_well_formed(mod)
+    (r,) = tvtv.check_pass("FastMathTransform", mod).results
+    assert r.verdict == "unknown", r.to_dict()
+    assert r.reason.startswith("the pass crashed (AttributeError in TVM's code): "), r.reason
+    assert unknown_cause(r.reason) == "TVM crashed in the pass"
+    _, failure = pipeline.run_recorded(tvm.transform.Sequential([relax.transform.FastMathTransform()]),
+                                       mod)
+    assert failure is not None and failure.startswith("the pipeline crashed"), failure
+    assert "(AttributeError in TVM's code)" in failure and unknown_cause(failure) == "TVM crashed in the pass"
+    path = tvm_bridge.save_module(mod, tmp_path / "calls_private.py")
+    p = run("check", "--pass", "FastMathTransform", "--module", str(path), "--jobs", "0")
+    assert p.returncode == 2 and "unknown: 1 TVM crashed in the pass" in p.stdout, p.stdout
+
+
 def test_unknown_verdicts_are_counted_by_cause(tmp_path):
     """The summary (terminal and JSON) says why checks are unknown: a module TVM rejects
     (logical_and of int32) is "TVM rejected the module"; other causes come from the reason."""

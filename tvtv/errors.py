@@ -35,3 +35,20 @@ def tvm_message(err: BaseException) -> str:
     text = re.sub(r"\n?" + re.escape(_METADATA_NOTE) + r"\n?", " ", str(err))
     lines = [" ".join(line.split()) for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else type(err).__name__
+
+
+# Python errors that no check of an input raises, only code that is wrong about what it
+# holds: raised inside a pass, TVM crashed rather than rejected the module. FastMathTransform
+# (a Python pass) reads `call.op.name` of every call and raises AttributeError on a call of a
+# GlobalVar, a well-formed module's private function (docs/findings.md). TVM's other errors
+# (InternalError from a failed check, ValueError, TypeError) stay rejections: LegalizeOps
+# refuses an int32 logical_and through a failed check.
+CRASH_ERRORS: tuple[type[BaseException], ...] = (
+    AttributeError, KeyError, IndexError, NameError, AssertionError, ZeroDivisionError,
+    RecursionError)
+
+
+def pass_crashed(err: BaseException) -> bool:
+    """Did a pass fail by one of `CRASH_ERRORS`? (TVM's C++ code raises these too, through
+    its FFI, for a missing attribute or key or an index out of range: a crash as well.)"""
+    return isinstance(err, CRASH_ERRORS)

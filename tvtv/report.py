@@ -18,11 +18,13 @@ EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN, EXIT_BAD_INPUT = 0, 1, 2, 3
 
 
 # Why a check is unknown, by the first of these phrases its reason contains (the reasons
-# tvtv writes: api.PassFailed, pipeline, refinement's Unsupported and timeouts, compose's
+# tvtv writes: api.PassFailed (a crash or a rejection), pipeline, refinement's Unsupported and timeouts, compose's
 # unconfirmed steps, the runner's case timeout), in this order; anything else is "other".
 UNKNOWN_CAUSES: tuple[tuple[str, str], ...] = (
+    ("the pass crashed", "TVM crashed in the pass"),
     ("the pass failed", "TVM rejected the module"),
     ("output is ill-formed", "the pass broke TVM's well-formedness"),
+    ("the pipeline crashed", "TVM crashed in the pass"),
     ("the pipeline failed", "TVM rejected the module"),
     ("is not validated by tvtv yet", "pass not validated by tvtv"),
     ("unsupported", "not supported by the encoder yet"),

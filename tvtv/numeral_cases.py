@@ -115,7 +115,8 @@ class _Folder:
         return self._own(z3core.Z3_mk_app(self.ref, decl, len(args), arr))
 
     def _numeral(self, e: Any) -> bool:
-        return bool(_IS_NUMERAL(self.ref, e)) or DECL_KIND(self.ref, DECL(self.ref, e)) in _NUMERAL_KINDS
+        return bool(_IS_NUMERAL(self.ref, e)) \
+            or DECL_KIND(self.ref, DECL(self.ref, e)) in _NUMERAL_KINDS
 
     def _is_bool(self, e: Any) -> bool:
         return z3core.Z3_get_sort_kind(self.ref, z3core.Z3_get_sort(self.ref, e)) == z3.Z3_BOOL_SORT

@@ -18,8 +18,9 @@ EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN, EXIT_BAD_INPUT = 0, 1, 2, 3
 
 
 # Why a check is unknown, by the first of these phrases its reason contains (the reasons
-# tvtv writes: api.PassFailed (a crash or a rejection), pipeline, refinement's Unsupported and timeouts, compose's
-# unconfirmed steps, the runner's case timeout), in this order; anything else is "other".
+# tvtv writes: api.PassFailed and pipeline, a crash or a rejection; refinement's Unsupported
+# and timeouts, compose's unconfirmed steps, the runner's case timeout), in this order;
+# anything else is "other".
 UNKNOWN_CAUSES: tuple[tuple[str, str], ...] = (
     ("the pass crashed", "TVM crashed in the pass"),
     ("the pass failed", "TVM rejected the module"),

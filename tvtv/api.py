@@ -11,7 +11,7 @@ from tvtv import compose, confirm, lift, passes
 from tvtv.absfp import assumptions as assume_mod
 from tvtv import lemmas as lemma_mod
 from tvtv.encode.function import operator_lemmas
-from tvtv.errors import InputError, TvtvError, pass_crashed, tvm_message
+from tvtv.errors import InputError, TvtvError, failure_reason
 from tvtv.ir import program as P
 from tvtv.ir import relax_reader, tvm_bridge
 from tvtv.refinement import (IEEE_TIMED_OUT, POISONED_RUN, Options, check_programs, executing,
@@ -457,20 +457,15 @@ def resolve_pass(pass_or_name: Any) -> tuple[str, list[Any], Any]:
 
 
 class PassFailed(Exception):
-    """TVM rejected the module in the pass or a prerequisite, or crashed on it (`crashed`:
-    `pass_crashed`): `message` is TVM's last line."""
+    """TVM rejected the module in the pass or a prerequisite, or crashed on it: `reason` says
+    which, with TVM's last line (`errors.failure_reason`)."""
 
-    def __init__(self, name: str, message: str, seconds: float, crashed: str | None = None) -> None:
-        super().__init__(message)
-        self.name, self.message, self.seconds = name, message, seconds
-        self.crashed = crashed           # the Python error's type name, when it crashed
+    def __init__(self, name: str, reason: str, seconds: float) -> None:
+        super().__init__(reason)
+        self.name, self.reason, self.seconds = name, reason, seconds
 
     def result(self, label: str, fp: str = "abstract") -> Result:
-        if self.crashed:
-            reason = f"the pass crashed ({self.crashed} in TVM's code): {self.message}"
-        else:
-            reason = f"the pass failed: {self.message}"
-        return Result(label, self.name, UNKNOWN, self.seconds, reason, fp_model=fp)
+        return Result(label, self.name, UNKNOWN, self.seconds, self.reason, fp_model=fp)
 
 
 def run_pass(pass_or_name: Any, mod: Any) -> tuple[str, Any, Any, float]:
@@ -486,8 +481,7 @@ def run_pass(pass_or_name: Any, mod: Any) -> tuple[str, Any, Any, float]:
     except TvtvError:
         raise
     except Exception as err:  # TVM errors: the pass (or a prerequisite) rejected the module
-        raise PassFailed(name, tvm_message(err), time.perf_counter() - start,
-                         type(err).__name__ if pass_crashed(err) else None) from None
+        raise PassFailed(name, failure_reason("the pass", err), time.perf_counter() - start) from None
     return name, mod, after, time.perf_counter() - start
 
 

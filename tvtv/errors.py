@@ -52,3 +52,12 @@ def pass_crashed(err: BaseException) -> bool:
     """Did a pass fail by one of `CRASH_ERRORS`? (TVM's C++ code raises these too, through
     its FFI, for a missing attribute or key or an index out of range: a crash as well.)"""
     return isinstance(err, CRASH_ERRORS)
+
+
+def failure_reason(subject: str, err: BaseException, where: str = "") -> str:
+    """Why `subject` ("the pass", "the pipeline") stopped on TVM's error `err` (`where`: in
+    which pass): "... crashed (AttributeError in TVM's code): ..." for `pass_crashed`,
+    "... failed: ..." otherwise, with TVM's sentence (`tvm_message`)."""
+    if pass_crashed(err):
+        return f"{subject} crashed{where} ({type(err).__name__} in TVM's code): {tvm_message(err)}"
+    return f"{subject} failed{where}: {tvm_message(err)}"

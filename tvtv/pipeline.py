@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tvtv import passes
-from tvtv.errors import InputError, TvtvError, pass_crashed, tvm_message
+from tvtv.errors import InputError, TvtvError, failure_reason
 from tvtv.ir import tvm_bridge
 from tvtv.report import PROVED, UNKNOWN, Report, Result
 
@@ -186,10 +186,7 @@ def run_recorded(pipeline: Any, mod: Any) -> tuple[list[Application], str | None
         raise
     except Exception as err:  # TVM errors: a pass rejected the module, or crashed on it
         where = f" in {recorder.running}" if recorder.running else ""
-        if pass_crashed(err):
-            return recorder.applications, \
-                f"the pipeline crashed{where} ({type(err).__name__} in TVM's code): {tvm_message(err)}"
-        return recorder.applications, f"the pipeline failed{where}: {tvm_message(err)}"
+        return recorder.applications, failure_reason("the pipeline", err, where)
     return recorder.applications, None
 
 

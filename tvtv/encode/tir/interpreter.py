@@ -111,6 +111,31 @@ def _remember_reader(ctx: EncodeContext, t: Tensor, reader: Reader,
     entry[1][tuple(t.shape)] = reader
 
 
+def _tensor_ranges(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, ranges.Range]]:
+    """The ranges (`tvtv.encode.tir.ranges`) PrimFuncs on this side proved for every element
+    of the tensors they produced, by the array's AST id (the entry keeps the array alive), so
+    a PrimFunc that consumes another's output knows its range: a mean of a clip's output is
+    finite (FuseTIR's seed-5 graph 24, `x - x` of that mean), as a fused PrimFunc that holds
+    both knows it of its intermediate buffer. A range is of the array's elements, whatever
+    the shape a reshape reads them under."""
+    table = getattr(ctx, "tir_ranges", None)
+    if table is None:
+        table = {}
+        ctx.tir_ranges = table
+    return table
+
+
+def _known_range(ctx: EncodeContext, t: Tensor) -> ranges.Range | None:
+    """The range a PrimFunc on this side proved for `t`'s elements, if any."""
+    entry = _tensor_ranges(ctx).get(t.arr.get_id())
+    return entry[1] if entry is not None and z3.eq(entry[0], t.arr) else None
+
+
+def _remember_range(ctx: EncodeContext, t: Tensor, r: ranges.Range) -> None:
+    if r != ranges.TOP:
+        _tensor_ranges(ctx)[t.arr.get_id()] = (t.arr, r)
+
+
 def _bind_rest(env: dict[str, Val], constant_loops: list[Loop],
                binding: dict[str, Loop | int]) -> None:
     """Complete the environment of a bulk write's element, given its written loops' indices:
@@ -179,6 +204,9 @@ class PrimFuncEncoder:
             self.state[buf.id] = t
             known = _known_reader(self.ctx, t) if t.numel > 0 else None
             self.readers[buf.id] = known if known is not None else _array_reader(t)
+            r = _known_range(self.ctx, t)
+            if r is not None:
+                self.ranges[buf.id] = (t, r)
         outs = params[len(inputs):]
         for buf in outs:
             self.set_undefined(buf)
@@ -188,6 +216,7 @@ class PrimFuncEncoder:
             # keyed by shape too: a reshape or squeeze that keeps the flat layout builds the
             # *same* array as its input, but its reader takes a multi-index of another rank
             _remember_reader(self.ctx, t, self.readers[b.id], self.copied.get(b.id))
+            _remember_range(self.ctx, t, self.range_of(b.id))
         return results
 
     def run_in_place(self, args: Sequence[Tensor]) -> list[Tensor]:
@@ -200,6 +229,7 @@ class PrimFuncEncoder:
         for b, before, after in zip(self.pf.params, args, finals):
             if after is not before:   # written: later readers inline its producer, as in `run`
                 _remember_reader(self.ctx, after, self.readers[b.id], self.copied.get(b.id))
+                _remember_range(self.ctx, after, self.range_of(b.id))
         return finals
 
     def set_undefined(self, buf: T.Buffer) -> None:
@@ -662,6 +692,8 @@ class PrimFuncEncoder:
                     value = value_fn(env, ix)
                 elif red:
                     value = self.reduce(store, init, env, binding, red, old_reader, ix, buf)
+                    if stored_range.finite and ranges.computes(store.value):
+                        value = self.stated_range(value, buf.dtype, stored_range)
                 else:
                     value = self.scalar(self.expr(store.value, env), buf.dtype)
                     if stored_range.finite and ranges.computes(store.value):
@@ -673,8 +705,12 @@ class PrimFuncEncoder:
             return element([IX.Ix(t, 0, size - 1) if size > 1 else IX.constant(0)
                             for t, size in zip(parts, shape)])
 
-        stored_range = ranges.TOP if red or value_fn is not None or not is_float(buf.dtype) \
-            else ranges.expr_range(store.value, self.range_of)
+        if value_fn is not None or not is_float(buf.dtype):
+            stored_range = ranges.TOP
+        elif red:
+            stored_range = self.reduction_range(store, init, red, buf)
+        else:
+            stored_range = ranges.expr_range(store.value, self.range_of)
         self.state[store.buffer] = Tensor.from_flat(shape, buf.dtype, flat)
         self.readers[store.buffer] = element
         whole = all(dim.dyn is None and dim.lo <= 0 and dim.lo + dim.extent >= size
@@ -723,6 +759,26 @@ class PrimFuncEncoder:
         if r != ranges.TOP:
             self.ranges[store.buffer] = (out, r)
         return True
+
+    def reduction_range(self, store: T.Store, init: T.Store | None, red: list[Loop],
+                        buf: T.Buffer) -> ranges.Range:
+        """The range of a reduction `acc = op(acc, term)` over the loops `red`
+        (`ranges.reduction_range`), starting from the init's value, or without one from the
+        buffer's contents before the block. `TOP` for a shape `reduce` would not take."""
+        acc = T.Load(store.buffer, store.indices, buf.dtype)
+        v = store.value
+        if not (isinstance(v, T.Binary) and (v.a == acc or v.b == acc)):
+            return ranges.TOP
+        acc_first = v.a == acc
+        term = v.b if acc_first else v.a
+        if _mentions(term, store.buffer):
+            return ranges.TOP
+        start = ranges.expr_range(init.value, self.range_of) if init is not None \
+            else self.range_of(store.buffer)
+        # a loop of varying extent counts its largest (`Loop.extent`): the rule covers fewer
+        n = math.prod(lp.extent for lp in red)
+        return ranges.reduction_range(v.op, start, ranges.expr_range(term, self.range_of), n,
+                                      buf.dtype, acc_first)
 
     def stated_range(self, value: z3.ExprRef, dtype: str, r: ranges.Range) -> z3.ExprRef:
         """`value`, a stored element whose range `r` the TIR proves, with the range stated

@@ -218,6 +218,61 @@ def intrinsic(name: str, a: Range, dtype: str) -> Range:
     return Range(0.0 if rule.nonneg else -b, b, nan)
 
 
+# The bound below holds while n·u stays under this (Higham's γ_n = n·u / (1 - n·u)).
+_GAMMA_LIMIT = Fraction(1, 2)
+
+
+def sum_range(start: Range, term: Range, n: int, dtype: str) -> Range:
+    """The range of `start` plus at most `n` terms, each in `term`, added one by one in
+    `dtype` in any order (a TIR sum reduction: `acc = acc + e` over its reduction loops).
+
+    The exact sum of k ≤ n terms lies in [s.lo + min(0, n·lo), s.hi + max(0, n·hi)] (k may be
+    below n where a loop's extent varies or a predicate skips iterations). Rounding: by
+    Higham's bound for recursive summation in any order (Accuracy and Stability of Numerical
+    Algorithms, 2nd ed., §4.2), the computed sum of n + 1 numbers x_i differs from the exact
+    one by at most γ_n·Σ|x_i|, γ_n = n·u / (1 - n·u), with u the unit roundoff. The bound
+    takes every rounding as relative (|δ| ≤ u), which addition meets under gradual
+    underflow too: a sum with a subnormal result is exact (IEEE 754 §7.5, Hauser 1996). The
+    u used is twice the dtype's (2^(1-p)), covering a float16 sum computed in float32 and
+    narrowed at each step (two roundings) as the interval rules above do. The bound assumes
+    no partial sum overflows; by induction on the steps none does when the whole bound is
+    finite (round-to-nearest of a value at most the largest finite one stays finite), and
+    where it is not, the result is `TOP`. A NaN start or term gives NaN; finite ones add no
+    NaN (inf - inf needs an infinity)."""
+    if not start.finite or not term.finite or n < 0:
+        return TOP
+    p = FLOAT_FORMATS[dtype].sbits     # precision, the hidden bit included
+    nu = n * Fraction(2) ** (1 - p)
+    if nu >= _GAMMA_LIMIT:
+        return TOP
+    gamma = nu / (1 - nu)
+    lo = Fraction(start.lo) + min(Fraction(0), n * Fraction(term.lo))
+    hi = Fraction(start.hi) + max(Fraction(0), n * Fraction(term.hi))
+    err = gamma * (Fraction(start.magnitude) + n * Fraction(term.magnitude))
+    return from_exact(lo - err, hi + err, dtype, start.nan or term.nan)
+
+
+def reduction_range(op: str, start: Range, term: Range, n: int, dtype: str,
+                    acc_first: bool) -> Range:
+    """The range of a TIR reduction `acc = op(acc, term)` (or `op(term, acc)` when not
+    `acc_first`) from `start` over at most `n` steps: a sum (`sum_range`), or a max or min,
+    whose value is always one of its operands (`tir_max`): the start, or after a step the
+    step's range, which a further step keeps (the rules are idempotent). `TOP` for any
+    other combiner."""
+    if op == "add":
+        return sum_range(start, term, n, dtype)
+    if op not in ("max", "min"):
+        return TOP
+    rule = tir_max if op == "max" else tir_min
+    acc = start
+    for _ in range(4):
+        nxt = union(acc, rule(acc, term) if acc_first else rule(term, acc))
+        if nxt == acc:
+            return acc
+        acc = nxt
+    return TOP
+
+
 def computes(e: T.Expr) -> bool:
     """Whether `e` does float arithmetic (+ - * /), which the abstract model leaves
     uninterpreted: only then does stating its range tell the model something new."""

@@ -42,9 +42,15 @@ allowed. `TOP` is nothing known. How each is derived, and why it is sound:
   NaN where its operand may be (a NaN operand) or may be ±inf where the function is NaN
   (sin, cos; tanh, erf, sigmoid of ±inf are ±1, 0 or 1, in the bound).
 
-Anything else (a load from a tensor the PrimFunc did not compute, another intrinsic) is
-`TOP`; a buffer written whole by one store keeps its value's range for later loads
-(`PrimFuncEncoder`).
+- A reduction `acc = acc + e` over n steps (a sum, a mean's sum) lies within Higham's
+  rounding bound of the exact sums of its start and at most n terms (`sum_range`); a max or
+  min reduction is one of its start and its terms (`reduction_range`).
+
+A buffer written whole by one store keeps its value's range for later loads
+(`PrimFuncEncoder`), and a PrimFunc's output keeps it for the PrimFuncs on the same side
+that read it (`interpreter._tensor_ranges`: a clip's range reaches the mean of its output).
+Anything else (an input of the function checked, a tensor a Relax op computed, another
+intrinsic) is `TOP`.
 `tests/test_tir_ranges.py` checks every derived range against numpy and against the TVM VM
 on every float16 input of FastMathTransform's functions.
 """

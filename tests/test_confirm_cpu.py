@@ -593,3 +593,44 @@ def test_a_padded_conv3d_legalization_is_defined_on_concrete_inputs():
     assert not z3.is_true(cond) and "Exists" in str(cond)     # left open by simplification
     assert z3.is_true(E.decide_quantifiers(cond))
     assert confirm.defined_on(legal, "main", args)
+
+
+def _nan_min_after_sum():
+    """`sum(p2) + p5 > minimum(p6, p5)`: LegalizeOps' T.min drops a NaN first operand, so
+    with p6 = NaN the target compares with p5 where numpy's minimum gives NaN (always false)."""
+    bb = relax.BlockBuilder()
+    p2 = relax.Var("p2", relax.TensorType((64,), "float32"))
+    p5 = relax.Var("p5", relax.TensorType((), "float32"))
+    p6 = relax.Var("p6", relax.TensorType((), "float32"))
+    with bb.function("main", [p2, p5, p6]):
+        s = bb.emit(relax.op.add(relax.op.sum(p2), p5))
+        bb.emit_func_output(bb.emit(relax.op.greater(s, relax.op.minimum(p6, p5))))
+    return bb.get()
+
+
+def test_a_solver_choice_of_a_large_input_sum_is_shown_with_its_scalars_kept():
+    """The solver's counterexample has p6 = NaN, p5 = -1 and a positive uninterpreted sum,
+    but p2 all zeros: the sum is 0 and nothing differs, and no random set draws that NaN
+    scalar with a positive sum. The mixed sets keep the scalars and draw p2 again, in small
+    integers (`confirm.mixed_sets`), whose sum the specification values in every order: the
+    IEEE evaluations differ where the target's VM run agrees. Twin: with p6 = 1 kept (no
+    NaN) nothing shows."""
+    src = _nan_min_after_sum()
+    legal = relax.transform.LegalizeOps()(src)
+    names = ["p2", "p5", "p6"]
+
+    def cex(p6: float) -> Counterexample:
+        inputs = {"p2": np.zeros(64, "float32"), "p5": np.array(-1.0, "float32"),
+                  "p6": np.array(p6, "float32")}
+        return Counterexample("value", "output 0 differs at index ()", inputs, 0, ())
+
+    found = cex(math.nan)
+    c = confirm.confirm_case(src, legal, "main", names, found)
+    assert (c.confirmed, c.by) == (True, "ieee-spec-cpu"), c
+    assert "on seeded random inputs" in found.message
+    assert math.isnan(found.inputs["p6"]) and found.inputs["p5"] == -1.0
+    assert found.inputs["p2"].sum() > 0
+    assert confirm.mixed_sets([np.zeros(64), np.zeros(())]) != []
+    assert confirm.mixed_sets([np.zeros(()), np.zeros(())]) == []
+    c = confirm.confirm_case(src, legal, "main", names, cex(1.0))
+    assert c.confirmed is False, c

@@ -138,6 +138,22 @@ def test_fold_keeps_what_has_no_cases():
     assert all(a is b for a, b in zip(out, facts))
 
 
+def test_fold_reads_a_condition_thousands_of_connectives_deep():
+    """A case condition that is a chain of 3,000 nested and/or over three tests of x (FuseTIR's
+    seed-2 graph 25 passed Python's recursion limit in `_condition`, an internal error) is
+    read over its atoms, and the choice it makes folds to the same values."""
+    x = z3.FP("x", z3.Float32())
+    k = lambda v: z3.FPVal(v, None, z3.Float32())                       # noqa: E731
+    a, b = z3.fpGT(x, k(1.0)), z3.fpIsInf(x)
+    c = z3.fpIsNaN(x)
+    for i in range(3000):
+        c = z3.Or(z3.And(c, a), b) if i % 2 else z3.And(z3.Or(c, b), z3.Not(a))
+    term = z3.fpAdd(z3.RNE(), z3.If(c, k(1.0), k(2.0)), k(3.0))
+    (folded,) = numeral_cases.fold([term == k(4.0)])
+    assert not folded.eq(term == k(4.0))       # the sum folded over the condition's atoms
+    _assert_equal_everywhere(term == k(4.0), folded, x)
+
+
 def test_fold_under_toward_negative_keeps_the_sum():
     """x + (-x) is -0 rounding toward negative (IEEE 754 §6.3): not the self-difference."""
     x = z3.FP("x", z3.Float32())

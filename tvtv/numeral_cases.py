@@ -131,20 +131,37 @@ class _Folder:
         connectives (and, or, not, =, if-then-else on Booleans), or itself as the atom when
         those are more than ATOMS_LIMIT: the case conditions of `x - x`, a clamp and a
         special value are made of the same few tests on `x`, and each such term an atom of
-        its own would soon pass the limit."""
-        key = ID(self.ref, e)
-        known = self.conditions.get(key)
+        its own would soon pass the limit. Walked with a stack of its own: a chain of
+        connectives thousands deep (FuseTIR's seed-2 graph 25) passed Python's recursion
+        limit."""
+        ref, conditions = self.ref, self.conditions
+        known = conditions.get(ID(ref, e))
         if known is not None:
             return known
-        if key in (ID(self.ref, self.true), ID(self.ref, self.false)):
-            return _Table((), [e], False)
-        table = self._connective(e)
-        if table is None or len(table.atoms) > ATOMS_LIMIT:
-            table = self._atom(e)
-        self.conditions[key] = table
-        return table
+        todo: list[tuple[Any, bool]] = [(e, False)]
+        while todo:
+            x, expanded = todo.pop()
+            key = ID(ref, x)
+            if key in conditions:
+                continue
+            if key in (ID(ref, self.true), ID(ref, self.false)):
+                conditions[key] = _Table((), [x], False)
+                continue
+            parts = self._connective(x)
+            if parts is None:
+                conditions[key] = self._atom(x)
+                continue
+            op, args = parts
+            if not expanded:
+                todo.append((x, True))
+                todo.extend((a, False) for a in args if ID(ref, a) not in conditions)
+                continue
+            table = self._combined(op, [conditions[ID(ref, a)] for a in args])
+            conditions[key] = table if table is not None else self._atom(x)
+        return conditions[ID(ref, e)]
 
-    def _connective(self, e: Any) -> _Table | None:
+    def _connective(self, e: Any) -> tuple[Any, list[Any]] | None:
+        """(the connective, its arguments) of a Boolean connective term, else None."""
         ref = self.ref
         if KIND(ref, e) != z3.Z3_APP_AST:
             return None
@@ -152,7 +169,12 @@ class _Folder:
         n = NUM_ARGS(ref, e)
         if op is None or n == 0 or (op is _iff and not self._is_bool(ARG(ref, e, 0))):
             return None
-        kids = [self._condition(ARG(ref, e, i)) for i in range(n)]
+        return op, [ARG(ref, e, i) for i in range(n)]
+
+    def _combined(self, op: Any, kids: list[_Table]) -> _Table | None:
+        """The table of the connective `op` over its arguments' tables, or None when they
+        hold more than ATOMS_LIMIT atoms together."""
+        ref = self.ref
         atoms = tuple(sorted({a for t in kids for a in t.atoms}))
         if len(atoms) > ATOMS_LIMIT:
             return None

@@ -10,11 +10,13 @@ in turns (the machines are shared and noisy: compare within one run):
 - **none**: `ranges.expr_range` answers "nothing known" for every store.
 
 Modules: `isinf(op(x))` for erf (float16, float32) and tanh (float32), and generated graphs
-(GenCoG seed 23 graph 1 by default, where `isinf(erf(...))` feeds an output). Printed per
-module: verdict and seconds both ways, and the ratio of the times.
+(GenCoG seed 23 graph 1 by default, where `isinf(erf(...))` feeds an output); and under
+FuseTIR, `m - m` of a mean of clipped values (`tests/test_reduction_ranges.py`: TVM folds the
+fused `m - m` to 0, right because the clip's range reaches the mean's sum through call_tir).
+Printed per module: verdict and seconds both ways, and the ratio of the times.
 
     .venv/bin/python bench/tir_ranges.py [--timeout 30] [--generator gencog --seed 23 --graphs 1]
-        [--no-isinf]
+        [--no-isinf] [--no-mean]
 """
 from __future__ import annotations
 
@@ -42,9 +44,10 @@ class Module:
 """
 
 
-def check_both(label: str, module, timeout: float, none_first: bool) -> float:
-    """Check `module` under FastMathTransform with and without ranges (in the order asked:
-    modules alternate, so that warming up favours neither way); the time ratio."""
+def check_both(label: str, module, timeout: float, none_first: bool,
+               pass_name: str = "FastMathTransform") -> float:
+    """Check `module` under the pass with and without ranges (in the order asked: modules
+    alternate, so that warming up favours neither way); the time ratio."""
     from tvtv.api import check_pass
     from tvtv.encode.tir import ranges
     real = ranges.expr_range
@@ -54,7 +57,7 @@ def check_both(label: str, module, timeout: float, none_first: bool) -> float:
         ranges.expr_range = real if way == "ranges" else (lambda e, buffer_range: ranges.TOP)
         try:
             start = time.perf_counter()
-            results = check_pass("FastMathTransform", module, timeout=timeout).results
+            results = check_pass(pass_name, module, timeout=timeout).results
             seconds[way] = time.perf_counter() - start
         finally:
             ranges.expr_range = real
@@ -74,13 +77,19 @@ def main() -> None:
     ap.add_argument("--generator", default="gencog")
     ap.add_argument("--seed", type=int, default=23)
     ap.add_argument("--graphs", default="1", help="graph indices, comma-separated ('' for none)")
-    ap.add_argument("--no-isinf", action="store_true", help="only the generated graphs")
+    ap.add_argument("--no-isinf", action="store_true", help="no isinf(op(x)) modules")
+    ap.add_argument("--no-mean", action="store_true", help="no FuseTIR clipped-mean module")
     args = ap.parse_args()
     ratios: list[float] = []
     for op, dtype in () if args.no_isinf else (("erf", "float16"), ("erf", "float32"),
                                                 ("tanh", "float32")):
         module = tvm.script.from_source(TEMPLATE.format(op=op, dtype=dtype))
         ratios.append(check_both(f"isinf({op}) {dtype}", module, args.timeout, len(ratios) % 2 == 1))
+    if not args.no_mean:
+        sys.path.insert(0, str(ROOT))
+        from tests.test_reduction_ranges import _clipped_mean_self_difference
+        ratios.append(check_both("FuseTIR clipped mean", _clipped_mean_self_difference("1.0"),
+                                 args.timeout, len(ratios) % 2 == 1, "FuseTIR"))
     indices = [int(k) for k in args.graphs.split(",") if k]
     if indices:
         with generated_graphs(args.generator, args.seed, max(indices) + 1) as graph:

@@ -350,22 +350,6 @@ def test_to_mixed_precision_computes_an_int32_matmul_in_float32():
     assert r.counterexample.confirmed_ieee is True or r.confirmed is True, r.to_dict()
 
 
-CALLS_PRIVATE = '''
-@I.ir_module
-class Module:
-    @R.function(private=True)
-    def f(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
-        y = R.exp(x)
-        return y
-
-    @R.function
-    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
-        cls = Module
-        y = cls.f(x)
-        return y
-'''
-
-
 def test_a_pass_crash_is_told_from_a_rejection(tmp_path):
     """FastMathTransform (a Python pass) raises AttributeError on a well-formed module that
     calls a private function (docs/findings.md): "TVM crashed in the pass", with the error's
@@ -374,7 +358,7 @@ def test_a_pass_crash_is_told_from_a_rejection(tmp_path):
     import tvm
     from tvtv import pipeline
     from tvtv.report import unknown_cause
-    mod = tvm_bridge.parse_script(CALLS_PRIVATE)
+    mod = tvm_bridge.parse_script(PRIVATE_CALL)
     assert tvm_bridge.is_well_formed(mod)
     (r,) = tvtv.check_pass("FastMathTransform", mod).results
     assert r.verdict == "unknown", r.to_dict()

@@ -56,6 +56,9 @@ class EncodeContext:
     # read by reductions (dot as a function, unrolled sums) and by the TIR encoder (stated
     # ranges); None outside one: dots as sums of products, sums not unrolled, ranges not stated
     abstraction: Abstraction | None = None
+    # what the PrimFuncs this side ran produced, by array (`tvtv.encode.tir.interpreter._Produced`:
+    # each output's readers by shape and its elements' range), for the PrimFuncs that read it
+    tir_produced: dict[int, Any] = field(default_factory=dict)
 
     def dom(self, dtype: str) -> ScalarDomain:
         return self.model.domain(dtype)

@@ -66,27 +66,38 @@ KERNEL_TOPK_DTYPES = KERNEL_SORT_DTYPES | {"int8", "uint8"}
 RowPositions = Callable[[list[z3.ExprRef], z3.BitVecRef], z3.ExprRef]
 
 
-def _readers(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, dict[tuple[int, ...], Reader]]]:
-    """Readers of the tensors PrimFuncs produced on this side, by the array's AST id, so a
-    PrimFunc that consumes another's output inlines its body exactly as a fused PrimFunc
-    inlines its intermediate buffer (FuseTIR's source and target then build equal terms).
-    Per array, by shape: a reshape keeps the array (`row_major`) but reads it with a
-    multi-index of another rank. The entry keeps the array alive, so the id is not reused."""
-    table = getattr(ctx, "tir_readers", None)
-    if table is None:
-        table = {}
-        ctx.tir_readers = table
-    return table
+@dataclasses.dataclass
+class _Produced:
+    """What this side knows of an array a PrimFunc produced (`EncodeContext.tir_produced`,
+    by the array's AST id; `arr` keeps the array alive, so the id is not reused).
+
+    `readers`: the producer's body by shape, so a PrimFunc that consumes the output inlines it
+    exactly as a fused PrimFunc inlines its intermediate buffer (FuseTIR's source and target
+    then build equal terms); by shape, as a reshape keeps the array (`row_major`) but reads it
+    with a multi-index of another rank. `range`: the range (`tvtv.encode.tir.ranges`) the
+    producer proved for every element, so a consumer knows it too: a mean of a clip's output
+    is finite (FuseTIR's seed-5 graph 24, `x - x` of that mean), as a fused PrimFunc that
+    holds both knows it of its intermediate buffer."""
+
+    arr: z3.ArrayRef
+    readers: dict[tuple[int, ...], Reader] = dataclasses.field(default_factory=dict)
+    range: ranges.Range = ranges.TOP
+
+
+def _produced(ctx: EncodeContext, t: Tensor) -> _Produced | None:
+    """What a PrimFunc on this side recorded of `t`'s array, if any."""
+    entry = ctx.tir_produced.get(t.arr.get_id())
+    return entry if entry is not None and z3.eq(entry.arr, t.arr) else None
 
 
 def _known_reader(ctx: EncodeContext, t: Tensor) -> Reader | None:
     """The reader a PrimFunc on this side gave `t`'s array under `t`'s shape; under another
     shape, the first one recorded (its producer's), viewed in row-major order: so a tensor
     that relax.reshape relabelled is read as a legalized reshape's output is."""
-    entry = _readers(ctx).get(t.arr.get_id())
-    if entry is None or not z3.eq(entry[0], t.arr):
+    entry = _produced(ctx, t)
+    if entry is None or not entry.readers:
         return None
-    by_shape = entry[1]
+    by_shape = entry.readers
     shape = tuple(t.shape)
     if shape not in by_shape:
         first, reader = next(iter(by_shape.items()))
@@ -96,44 +107,40 @@ def _known_reader(ctx: EncodeContext, t: Tensor) -> Reader | None:
     return by_shape[shape]
 
 
-def _remember_reader(ctx: EncodeContext, t: Tensor, reader: Reader,
-                     base: tuple[z3.ArrayRef, tuple[int, ...], Reader] | None = None) -> None:
-    """Record `reader` for `t`. `base`, for a row-major copy (`row_major`): the array, shape
-    and reader of the tensor it copied, recorded first when nothing is recorded for that
-    array yet, so a later reader of that tensor under its own shape (another consumer of a
-    reshape's input) gets that reader back, not the copy's reader viewed twice."""
-    entry = _readers(ctx).get(t.arr.get_id())
-    if entry is None or not z3.eq(entry[0], t.arr):
-        entry = (t.arr, {})
-        _readers(ctx)[t.arr.get_id()] = entry
+def _remember(ctx: EncodeContext, t: Tensor, reader: Reader,
+              base: tuple[z3.ArrayRef, tuple[int, ...], Reader] | None = None,
+              r: ranges.Range = ranges.TOP) -> None:
+    """Record `reader` and the range `r` of `t`'s elements. `base`, for a row-major copy
+    (`row_major`): the array, shape and reader of the tensor it copied, recorded first when
+    nothing is recorded for that array yet, so a later reader of that tensor under its own
+    shape (another consumer of a reshape's input) gets that reader back, not the copy's
+    reader viewed twice."""
+    entry = _produced(ctx, t)
+    if entry is None:
+        entry = _Produced(t.arr)
+        ctx.tir_produced[t.arr.get_id()] = entry
         if base is not None and z3.eq(base[0], t.arr):
-            entry[1][base[1]] = base[2]
-    entry[1][tuple(t.shape)] = reader
-
-
-def _tensor_ranges(ctx: EncodeContext) -> dict[int, tuple[z3.ArrayRef, ranges.Range]]:
-    """The ranges (`tvtv.encode.tir.ranges`) PrimFuncs on this side proved for every element
-    of the tensors they produced, by the array's AST id (the entry keeps the array alive), so
-    a PrimFunc that consumes another's output knows its range: a mean of a clip's output is
-    finite (FuseTIR's seed-5 graph 24, `x - x` of that mean), as a fused PrimFunc that holds
-    both knows it of its intermediate buffer. A range is of the array's elements, whatever
-    the shape a reshape reads them under."""
-    table = getattr(ctx, "tir_ranges", None)
-    if table is None:
-        table = {}
-        ctx.tir_ranges = table
-    return table
-
-
-def _known_range(ctx: EncodeContext, t: Tensor) -> ranges.Range | None:
-    """The range a PrimFunc on this side proved for `t`'s elements, if any."""
-    entry = _tensor_ranges(ctx).get(t.arr.get_id())
-    return entry[1] if entry is not None and z3.eq(entry[0], t.arr) else None
-
-
-def _remember_range(ctx: EncodeContext, t: Tensor, r: ranges.Range) -> None:
+            entry.readers[base[1]] = base[2]
+    entry.readers[tuple(t.shape)] = reader
     if r != ranges.TOP:
-        _tensor_ranges(ctx)[t.arr.get_id()] = (t.arr, r)
+        entry.range = r
+
+
+def _combination(store: T.Store, dtype: str) -> tuple[str, T.Expr, bool] | None:
+    """(op, term, acc_first) of a reduction's update `acc = op(acc, term)` (or `op(term,
+    acc)`, acc_first False), or None for another shape. `op` is a binary operator, or "and" /
+    "or" for a bool sum / prod as LegalizeOps writes it: `acc or x`, `acc and x` (always a
+    bool buffer, which `reduction.tir_reduce` folds exactly without `step`)."""
+    v = store.value
+    acc = T.Load(store.buffer, store.indices, dtype)
+    if isinstance(v, T.Binary) and v.a == acc:
+        return v.op, v.b, True
+    if isinstance(v, T.Binary) and v.b == acc:
+        return v.op, v.a, False
+    if isinstance(v, T.Logic) and v.op in ("and", "or") and len(v.args) == 2 and acc in v.args:
+        acc_first = v.args[0] == acc
+        return v.op, v.args[1] if acc_first else v.args[0], acc_first
+    return None
 
 
 def _bind_rest(env: dict[str, Val], constant_loops: list[Loop],
@@ -204,9 +211,9 @@ class PrimFuncEncoder:
             self.state[buf.id] = t
             known = _known_reader(self.ctx, t) if t.numel > 0 else None
             self.readers[buf.id] = known if known is not None else _array_reader(t)
-            r = _known_range(self.ctx, t)
-            if r is not None:
-                self.ranges[buf.id] = (t, r)
+            produced = _produced(self.ctx, t)
+            if produced is not None and produced.range != ranges.TOP:
+                self.ranges[buf.id] = (t, produced.range)
         outs = params[len(inputs):]
         for buf in outs:
             self.set_undefined(buf)
@@ -215,8 +222,7 @@ class PrimFuncEncoder:
         for b, t in zip(outs, results):
             # keyed by shape too: a reshape or squeeze that keeps the flat layout builds the
             # *same* array as its input, but its reader takes a multi-index of another rank
-            _remember_reader(self.ctx, t, self.readers[b.id], self.copied.get(b.id))
-            _remember_range(self.ctx, t, self.range_of(b.id))
+            _remember(self.ctx, t, self.readers[b.id], self.copied.get(b.id), self.range_of(b.id))
         return results
 
     def run_in_place(self, args: Sequence[Tensor]) -> list[Tensor]:
@@ -228,8 +234,8 @@ class PrimFuncEncoder:
         finals = [self.state[b.id] for b in self.pf.params]
         for b, before, after in zip(self.pf.params, args, finals):
             if after is not before:   # written: later readers inline its producer, as in `run`
-                _remember_reader(self.ctx, after, self.readers[b.id], self.copied.get(b.id))
-                _remember_range(self.ctx, after, self.range_of(b.id))
+                _remember(self.ctx, after, self.readers[b.id], self.copied.get(b.id),
+                          self.range_of(b.id))
         return finals
 
     def set_undefined(self, buf: T.Buffer) -> None:
@@ -692,12 +698,10 @@ class PrimFuncEncoder:
                     value = value_fn(env, ix)
                 elif red:
                     value = self.reduce(store, init, env, binding, red, old_reader, ix, buf)
-                    if stored_range.finite and ranges.computes(store.value):
-                        value = self.stated_range(value, buf.dtype, stored_range)
                 else:
                     value = self.scalar(self.expr(store.value, env), buf.dtype)
-                    if stored_range.finite and ranges.computes(store.value):
-                        value = self.stated_range(value, buf.dtype, stored_range)
+                if stored_range.finite and ranges.computes(store.value):
+                    value = self.stated_range(value, buf.dtype, stored_range)
             return value if z3.is_true(guard) else zf.If(guard, value, old_reader(ix))
 
         def flat(i: z3.BitVecRef) -> z3.ExprRef:
@@ -765,19 +769,15 @@ class PrimFuncEncoder:
         """The range of a reduction `acc = op(acc, term)` over the loops `red`
         (`ranges.reduction_range`), starting from the init's value, or without one from the
         buffer's contents before the block. `TOP` for a shape `reduce` would not take."""
-        acc = T.Load(store.buffer, store.indices, buf.dtype)
-        v = store.value
-        if not (isinstance(v, T.Binary) and (v.a == acc or v.b == acc)):
+        parts = _combination(store, buf.dtype)
+        if parts is None or _mentions(parts[1], store.buffer):
             return ranges.TOP
-        acc_first = v.a == acc
-        term = v.b if acc_first else v.a
-        if _mentions(term, store.buffer):
-            return ranges.TOP
+        op, term, acc_first = parts
         start = ranges.expr_range(init.value, self.range_of) if init is not None \
             else self.range_of(store.buffer)
         # a loop of varying extent counts its largest (`Loop.extent`): the rule covers fewer
         n = math.prod(lp.extent for lp in red)
-        return ranges.reduction_range(v.op, start, ranges.expr_range(term, self.range_of), n,
+        return ranges.reduction_range(op, start, ranges.expr_range(term, self.range_of), n,
                                       buf.dtype, acc_first)
 
     def stated_range(self, value: z3.ExprRef, dtype: str, r: ranges.Range) -> z3.ExprRef:
@@ -950,19 +950,10 @@ class PrimFuncEncoder:
     def reduce(self, store: T.Store, init: T.Store | None, env: dict[str, Val],
                binding: dict[str, Loop | int], red: list[Loop], old_reader: Reader,
                ix: list[IX.Ix], buf: T.Buffer) -> z3.ExprRef:
-        v = store.value
-        acc = T.Load(store.buffer, store.indices, buf.dtype)
-        if isinstance(v, T.Binary) and v.a == acc:
-            op, term, acc_first = v.op, v.b, True
-        elif isinstance(v, T.Binary) and v.b == acc:
-            op, term, acc_first = v.op, v.a, False
-        elif isinstance(v, T.Logic) and v.op in ("and", "or") and len(v.args) == 2 and acc in v.args:
-            # a bool sum / prod as LegalizeOps writes it: `acc or x`, `acc and x` (always a
-            # bool buffer, which `reduction.tir_reduce` folds exactly without `step`)
-            acc_first = v.args[0] == acc
-            op, term = v.op, v.args[1] if acc_first else v.args[0]
-        else:
+        parts = _combination(store, buf.dtype)
+        if parts is None:
             raise self.fail(f"reduction update of {buf.name} that is not combine(acc, term)")
+        op, term, acc_first = parts
         if _mentions(term, store.buffer):
             raise self.fail(f"reduction term that reads its own accumulator {buf.name}")
         start = self.scalar(self.expr(init.value, env), buf.dtype) if init is not None \

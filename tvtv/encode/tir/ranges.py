@@ -48,7 +48,7 @@ allowed. `TOP` is nothing known. How each is derived, and why it is sound:
 
 A buffer written whole by one store keeps its value's range for later loads
 (`PrimFuncEncoder`), and a PrimFunc's output keeps it for the PrimFuncs on the same side
-that read it (`interpreter._tensor_ranges`: a clip's range reaches the mean of its output).
+that read it (`interpreter._Produced`: a clip's range reaches the mean of its output).
 Anything else (an input of the function checked, a tensor a Relax op computed, another
 intrinsic) is `TOP`.
 `tests/test_tir_ranges.py` checks every derived range against numpy and against the TVM VM

@@ -46,7 +46,7 @@ from tvtv.encode.ops.manipulate import wrapped_position
 from tvtv.encode.ops.sorting import SORT_BOUND, sorted_along
 from tvtv.encode.tensor import INDEX_BITS, Tensor, idx, ravel, unravel
 from tvtv.encode.tir import index as IX
-from tvtv.encode.tir import fold, intrinsics, ranges, row_major
+from tvtv.encode.tir import fold, index_values, intrinsics, ranges, row_major
 from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
 from tvtv.encode.tir.values import Loop, Reader, Sc, Val, undefined_tensor
 from tvtv.errors import Unsupported
@@ -1078,7 +1078,12 @@ class PrimFuncEncoder:
                 f = self.expr(e.false_value, env)
             return self.choose(c, t, f, e.dtype)
         if isinstance(e, T.Cast):
-            return self.cast(self.expr(e.value, env), e.dtype)
+            v = self.expr(e.value, env)
+            if isinstance(v, IX.Ix) and is_float(e.dtype) and v.hi - v.lo >= CASES_BOUND:
+                exact = self.exact_cast(e.value, v, env, e.dtype)
+                if exact is not None:
+                    return exact
+            return self.cast(v, e.dtype)
         if isinstance(e, T.Call):
             return self.call(e, env)
         raise self.fail(f"expression {type(e).__name__}")
@@ -1252,6 +1257,19 @@ class PrimFuncEncoder:
                 return self.folded(pairs, dtype)
             return Sc(self.cast_scalar(IX.to_int(v, 64), "int64", dtype), dtype)
         return Sc(self.cast_scalar(v.term, v.dtype, dtype), dtype)
+
+    def exact_cast(self, e: T.Expr, v: IX.Ix, env: dict[str, Val], dtype: str) -> Sc | None:
+        """Index `v` (the value of `e`) cast to float `dtype` as one of few constants, when
+        evaluating `e` on every combination of its variables' ranges gives at most
+        CASES_BOUND values though `v`'s interval is wider (`index_values`); None otherwise."""
+        spans = {name: (x.lo, x.hi) for name, x in env.items() if isinstance(x, IX.Ix)}
+        values = index_values.values_over(e, spans, CASES_BOUND)
+        if values is None:
+            return None
+        # each value cast as numpy (LLVM's sitofp) rounds it; the comparison is v's own term
+        return self.folded(tuple((IX.eq(v, IX.constant(k)),
+                                  float(np.asarray(k).astype(numpy_dtype(dtype))))
+                                 for k in values), dtype)
 
     def folded(self, pairs: tuple[tuple[z3.BoolRef, float], ...], dtype: str) -> Sc:
         """The float that is `value` where `cond` holds, for the (cond, value) pairs."""

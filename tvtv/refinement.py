@@ -175,6 +175,9 @@ class _Encoded:
     # per-operation's runs without NaN/inf inside: what the premised live tensors
     # (`_run_facts`) give the canonicalizer (`assume_mod.live_facts`), built once per encoding
     premises: list[tuple[z3.ExprRef, z3.ExprRef]] = field(default_factory=list)
+    # per-operation's runs without NaN/inf inside: the run facts among `assume_facts` of each
+    # source binding (`_run_facts`), for the output queries that need only some (`_sliced`)
+    run_facts_of: dict[str, list[z3.BoolRef]] = field(default_factory=dict)
     # per-operation, all runs: does the run of the last counterexample decoded from the
     # solver's model (`_decode_inputs`) compute a NaN/inf inside the source, in this model
     # (`_poisoned_in_model`)? None when not asked or too large to tell
@@ -225,11 +228,13 @@ def _encode_side(program: P.Program, fn: P.Function, args: list[Value], model: F
 
 
 def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
-               ) -> tuple[list[z3.BoolRef], list[Tensor]]:
+               ) -> tuple[list[z3.BoolRef], list[Tensor], dict[str, list[z3.BoolRef]]]:
     """Under per-operation: `assume_mod.run_facts` of the source's live tensors, then of the
     live tensors inside the functions they call (`EncodeContext.inner_live_values`: a fused
     group's intermediates) as far as `assume_mod.RUN_FACTS_BOUND` allows. The checked
-    function's own tensors keep the all-or-nothing rule they had alone.
+    function's own tensors keep the all-or-nothing rule they had alone. Returned: the facts,
+    the tensors they cover, and the facts again by the checked function's binding they
+    belong to (`_sliced`).
 
     Before, a group's NaN hidden by a later operation (`==`, a clip through TIR's max/min)
     counted as a difference on a poison run (tests/test_per_operation_inner.py). FuseTIR's
@@ -237,9 +242,14 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
     facts (5,557 instead of 1,315), and the tensors they cover (returned beside them) give the
     canonicalizer its premises too (`assumptions.live_facts`: unknown after 303 s, then proved
     in 20 s, 2026-11-29)."""
-    outer = assume_mod.run_facts(assume, model, ctx.live_values or [])
-    room = assume_mod.RUN_FACTS_BOUND - (sum(t.numel for t in ctx.live_values or [] if is_float(t.dtype))
-                                         if outer else 0)
+    def numel(tensors: Sequence[Tensor]) -> int:
+        return sum(t.numel for t in tensors if is_float(t.dtype))
+
+    # `assume_mod.run_facts`' rule: all of a list's facts or none (past RUN_FACTS_BOUND)
+    flags = assume_mod.per_operation(assume)
+    live = ctx.live_values or []
+    outer = live if flags and 0 < numel(live) <= assume_mod.RUN_FACTS_BOUND else []
+    room = assume_mod.RUN_FACTS_BOUND - numel(outer)
     inner: list[Tensor] = []
     for t in ctx.inner_live_values:
         if not is_float(t.dtype):
@@ -248,10 +258,18 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
             break
         room -= t.numel
         inner.append(t)
-    inner_facts = assume_mod.run_facts(assume, model, inner)
+    if not flags:
+        inner = []
     # the tensors whose facts are premises: what the canonicalizer may rely on too
-    premised = (list(ctx.live_values or []) if outer else []) + (inner if inner_facts else [])
-    return outer + inner_facts, premised
+    premised = list(outer) + inner
+    # each tensor's facts apart, by the binding it belongs to (the same terms as a whole)
+    by_binding: dict[str, list[z3.BoolRef]] = {}
+    facts: list[z3.BoolRef] = []
+    for t in premised:
+        mine = assume_mod.run_facts(assume, model, [t])
+        facts += mine
+        by_binding.setdefault(ctx.live_binding.get(id(t), ""), []).extend(mine)
+    return facts, premised, by_binding
 
 
 def _encode(src_prog: P.Program, src_fn: P.Function, tgt_prog: P.Program, tgt_fn: P.Function,
@@ -293,14 +311,16 @@ def _encode_in(model: FloatModel, level: str, src_prog: P.Program, src_fn: P.Fun
     facts = assume_mod.input_facts(options.restricting(), model, [t for _, _, v in inputs for t in flatten(v)]) \
         if concrete is None else []
     premises: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    run_facts_of: dict[str, list[z3.BoolRef]] = {}
     if concrete is None and options.finite_runs and src.ctx.live_values is not None:
-        run, premised = _run_facts(options.assume, model, src.ctx)
+        run, premised, run_facts_of = _run_facts(options.assume, model, src.ctx)
         facts += run
         premises = assume_mod.live_facts(options.assume, model, premised)
     notes = src.ctx.notes | tgt.ctx.notes
     if model.hash_facts:
         notes.add("sums: hashed multisets of terms (reassociation)")
-    return _Encoded(model, inputs, src, tgt, level, notes, facts, options, premises=premises)
+    return _Encoded(model, inputs, src, tgt, level, notes, facts, options, premises=premises,
+                    run_facts_of=run_facts_of)
 
 
 # perf_counter() time when the check in progress must stop (Options.budget), or None
@@ -595,7 +615,12 @@ def _find_counterexample_in(enc: _Encoded, timeout: float, done: set | None = No
         dom = enc.model.domain(a.dtype)
         budget = min(timeout, AFTER_UNDECIDED_BUDGET) if undecided else timeout
         try:
-            flat = _differing_index(enc, pre, wd_src, wd_tgt, k, dom, a, b, budget)
+            mine = _sliced(enc, pre, k)
+            flat = _differing_index(enc, mine, wd_src, wd_tgt, k, dom, a, b, budget)
+            if flat is not None and mine is not pre:
+                # a difference on runs the other outputs' facts may exclude: asked again
+                # with every premise, as before slicing
+                flat = _differing_index(enc, pre, wd_src, wd_tgt, k, dom, a, b, budget)
         except _Timeout as err:
             undecided.append(err)
             if _budget_spent():
@@ -614,6 +639,22 @@ def _find_counterexample_in(enc: _Encoded, timeout: float, done: set | None = No
             [t for e in undecided for t in e.terms]
         raise _Timeout(str(undecided[0]), terms)
     return None
+
+
+def _sliced(enc: _Encoded, pre: list[z3.BoolRef], k: int) -> list[z3.BoolRef]:
+    """`pre` for the queries of output k: without the run facts (per-operation's premises)
+    of the source's bindings that output is not computed from. Fewer premises only make a
+    proof stronger; a difference found without them is asked again with all of them
+    (`_find_counterexample_in`). Zero seed-5 graph 22: output 0's element queries carried
+    the facts of all four outputs' 1,666 live elements (2,284 premises, 168 MB as text) and
+    timed out; with its own cone's 650-925 premises it is proved in 82 s (2026-12-07)."""
+    cones = enc.src.ctx.output_cones
+    if not enc.run_facts_of or cones is None or k >= len(cones):
+        return pre
+    kept = {f.get_id() for vid, facts in enc.run_facts_of.items() if vid in cones[k]
+            for f in facts}
+    dropped = {f.get_id() for facts in enc.run_facts_of.values() for f in facts} - kept
+    return [f for f in pre if f.get_id() not in dropped] if dropped else pre
 
 
 def _ieee_value(x: z3.ExprRef, dtype: str) -> Any:

@@ -42,6 +42,11 @@ class EncodeContext:
     # function's live bindings call (a fused group's intermediates, operations of the source
     # as much as its own bindings are), kept apart so that a bound on facts can prefer the others
     inner_live_values: list[Any] = field(default_factory=list)
+    # the checked function's binding each of `live_values` and `inner_live_values` belongs
+    # to (by the tensor's id), and, per flattened output, the bindings it is computed from:
+    # the run facts an output's queries need (`tvtv.refinement._sliced`)
+    live_binding: dict[int, str] = field(default_factory=dict)
+    output_cones: list[frozenset[str]] | None = None
     # per-operation no-signed-zeros (`tvtv.absfp.assumptions.zero_signs_free`): operators whose
     # result at ±0 is a zero may see their argument's zero sign dropped (`elementwise`)
     zero_signs_free: bool = False

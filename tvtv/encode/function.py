@@ -28,7 +28,7 @@ from tvtv.encode.abstraction import (OPAQUE_NOTE, Abstraction, current_level, op
 from tvtv.encode.context import EncodeContext
 from tvtv.encode.tensor import INDEX, Tensor
 from tvtv.encode.tir import encode_prim_func
-from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor
+from tvtv.encode.values import Closure, PrimScalar, Shape, Value, as_tensor, flatten
 from tvtv.errors import Unsupported
 from tvtv.ir import program as P
 from tvtv.ir.nodes import walk
@@ -97,6 +97,10 @@ class FunctionEncoder:
         self.ctx = ctx
         self.depth = 0
         self._in_live = False      # encoding a live binding's value (`body`)
+        # with live values kept: the checked function's bindings each binding is computed
+        # from (itself included), and the one being encoded (`body`, `output_cones`)
+        self._cone: dict[str, frozenset[str]] = {}
+        self._binding: str | None = None
         self.abstraction = abstraction or current_level()
         # the Relax If branches being encoded, innermost last (`branch`)
         self.branches: list[memory.BranchScope] = []
@@ -115,9 +119,21 @@ class FunctionEncoder:
             scope = dict(env or {})
             for p, a in zip(fn.params, args):
                 scope[p.vid] = a
-            return self.body(fn.body, scope)
+            value = self.body(fn.body, scope)
+            if self.depth == 1 and self.ctx.live_values is not None:
+                self.ctx.output_cones = self.output_cones(fn.body.result, value)
+            return value
         finally:
             self.depth -= 1
+
+    def output_cones(self, result: P.Expr, value: Value) -> list[frozenset[str]]:
+        """Per flattened output of the checked function, the bindings it is computed from
+        (through the forms `_uses` follows: a binding it misses only drops premises)."""
+        if isinstance(result, P.TupleExpr) and isinstance(value, tuple) \
+                and len(value) == len(result.fields):
+            return [c for f, v in zip(result.fields, value) for c in self.output_cones(f, v)]
+        cone = frozenset().union(*[self._cone.get(u, frozenset()) for u in _uses(result)])
+        return [cone] * len(flatten(value))
 
     def body(self, body: P.Body, env: dict, refs: bool = False) -> Value:
         """The value of `body` (with `refs`, what its result refers to: `ref`)."""
@@ -133,6 +149,10 @@ class FunctionEncoder:
         live = live_bindings(body) if keep or record else set()
         for b in body.bindings:
             outer, self._in_live = self._in_live, keep and b.vid in live and not self.ctx.path
+            if keep and self.depth == 1:
+                self._binding = b.vid
+                self._cone[b.vid] = frozenset({b.vid}).union(
+                    *[self._cone.get(u, frozenset()) for u in _uses(b.value)])
             try:
                 # an alias (`a = alloc`, `s = (alloc1, alloc2)`) keeps the objects it names
                 value = self.ref(b.value, env) if isinstance(b.value, _ALIASES) \
@@ -147,8 +167,11 @@ class FunctionEncoder:
             if b.vid in live and not self.ctx.path:
                 if keep:
                     kept = self.ctx.live_values if self.depth == 1 else self.ctx.inner_live_values
-                    kept.extend(  # type: ignore[union-attr]
-                        t for t in (value if isinstance(value, tuple) else (value,)) if isinstance(t, Tensor))
+                    tensors = [t for t in (value if isinstance(value, tuple) else (value,))
+                               if isinstance(t, Tensor)]
+                    kept.extend(tensors)  # type: ignore[union-attr]
+                    if self._binding is not None:
+                        self.ctx.live_binding.update((id(t), self._binding) for t in tensors)
                 if record and isinstance(b.value, P.OpCall):
                     self.record_call(b.value, env)
         return self.ref(body.result, env) if refs else self.expr(body.result, env)

@@ -4,6 +4,8 @@ is asked again with all of them, so a run the other outputs make poison is never
 counterexample."""
 from __future__ import annotations
 
+import tvm
+from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
 
@@ -17,39 +19,23 @@ from tvtv.ir import relax_reader
 PER_OPERATION = ["no-nan", "no-inf", "per-operation"]
 
 
-@I.ir_module
-class AbsAndLog:
-    @R.function
-    def main(x: R.Tensor((4,), "float32")) -> R.Tuple(R.Tensor((4,), "float32"), R.Tensor((4,), "float32")):
-        with R.dataflow():
-            a = R.abs(x)
-            b = R.log(x)
-            R.output(a, b)
-        return (a, b)
+def _with_log(first) -> tvm.IRModule:
+    """main(x) = (first(x), log(x)) over a float32 vector of 4."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((4,), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit_output(first(x))
+            b = bb.emit_output(relax.op.log(x))
+        bb.emit_func_output(relax.Tuple([a, b]))
+    return bb.get()
 
 
-@I.ir_module
-class ReluAndLog:
-    """abs(x) = relu(x) where log(x) is neither NaN nor -inf (x > 0): only output 1's facts
-    make output 0 equal."""
-    @R.function
-    def main(x: R.Tensor((4,), "float32")) -> R.Tuple(R.Tensor((4,), "float32"), R.Tensor((4,), "float32")):
-        with R.dataflow():
-            a = R.nn.relu(x)
-            b = R.log(x)
-            R.output(a, b)
-        return (a, b)
-
-
-@I.ir_module
-class NegativeAndLog:
-    @R.function
-    def main(x: R.Tensor((4,), "float32")) -> R.Tuple(R.Tensor((4,), "float32"), R.Tensor((4,), "float32")):
-        with R.dataflow():
-            a = R.negative(x)
-            b = R.log(x)
-            R.output(a, b)
-        return (a, b)
+AbsAndLog = _with_log(relax.op.abs)
+# abs(x) = relu(x) where log(x) is neither NaN nor -inf (x > 0): only output 1's facts make
+# output 0 equal
+ReluAndLog = _with_log(relax.op.nn.relu)
+NegativeAndLog = _with_log(relax.op.negative)
 
 
 @I.ir_module

@@ -30,7 +30,10 @@ def _i64(v: int) -> tirx.IntImm:
 
 
 _OPS = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
-        tirx.floordiv, tirx.floormod, tirx.truncdiv, tirx.truncmod, tirx.min, tirx.max]
+        tirx.floordiv, tirx.floormod, tirx.truncdiv, tirx.truncmod, tirx.min, tirx.max,
+        # choices, as adaptive pooling's window extents make them (`extent_values`)
+        lambda a, b: tirx.Select(a < b, b, a),
+        lambda a, b: tirx.if_then_else(tirx.Or(tirx.all(a >= b, a != 0), b == 3), a, b)]
 _DIVIDING = {3, 4, 5, 6}
 
 
@@ -54,7 +57,8 @@ def _random_expr(rng: random.Random, leaves: list, depth: int):
 
 def test_evaluation_is_tvm_integer_arithmetic():
     """`evaluate` of 300 random expressions (floor and truncating division and modulo of
-    negative operands, min, max) at random points equals TVM's own constant folding."""
+    negative operands, min, max, choices on comparisons) at random points equals TVM's own
+    constant folding."""
     rng = random.Random(7)
     x, y = tirx.Var("x", "int64"), tirx.Var("y", "int64")
     compared = 0

@@ -242,14 +242,10 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
     facts (5,557 instead of 1,315), and the tensors they cover (returned beside them) give the
     canonicalizer its premises too (`assumptions.live_facts`: unknown after 303 s, then proved
     in 20 s, 2026-11-29)."""
-    def numel(tensors: Sequence[Tensor]) -> int:
-        return sum(t.numel for t in tensors if is_float(t.dtype))
-
-    # `assume_mod.run_facts`' rule: all of a list's facts or none (past RUN_FACTS_BOUND)
-    flags = assume_mod.per_operation(assume)
+    # the checked function's own tensors: all of their facts or none
     live = ctx.live_values or []
-    outer = live if flags and 0 < numel(live) <= assume_mod.RUN_FACTS_BOUND else []
-    room = assume_mod.RUN_FACTS_BOUND - numel(outer)
+    outer = live if assume_mod.run_facts_fit(assume, live) else []
+    room = assume_mod.RUN_FACTS_BOUND - assume_mod.float_elements(outer)
     inner: list[Tensor] = []
     for t in ctx.inner_live_values:
         if not is_float(t.dtype):
@@ -258,7 +254,7 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
             break
         room -= t.numel
         inner.append(t)
-    if not flags:
+    if not assume_mod.per_operation(assume):
         inner = []
     # the tensors whose facts are premises: what the canonicalizer may rely on too
     premised = list(outer) + inner

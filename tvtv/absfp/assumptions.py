@@ -250,15 +250,26 @@ def false_atom_facts(atoms: Sequence[z3.BoolRef]) -> dict[int, tuple[z3.ExprRef,
 RUN_FACTS_BOUND = 4096
 
 
+def float_elements(tensors: Sequence[object]) -> int:
+    """How many float elements `tensors` hold: what `run_facts` counts against its bound."""
+    return sum(t.numel for t in tensors if is_float(t.dtype))  # type: ignore[attr-defined]
+
+
+def run_facts_fit(assume: Sequence[str], tensors: Sequence[object]) -> bool:
+    """Does `run_facts` give `tensors` their facts (per-operation, and at most
+    RUN_FACTS_BOUND float elements in all)?"""
+    return bool(per_operation(assume)) and float_elements(tensors) <= RUN_FACTS_BOUND
+
+
 def run_facts(assume: Sequence[str], model: FloatModel, tensors: Sequence[object]) -> list[z3.BoolRef]:
     """Under per-operation: the source's live tensors (those its outputs are computed from)
     hold no NaN (no-nan) / inf (no-inf), which is what a run that is not poison computes.
     Element by element, and only while they number at most RUN_FACTS_BOUND in all (fewer
-    premises only make the check weaker, never wrong)."""
+    premises only make the check weaker, never wrong: `run_facts_fit`)."""
+    if not run_facts_fit(assume, tensors):
+        return []
     flags = per_operation(assume)
     floats = [t for t in tensors if is_float(t.dtype)]  # type: ignore[attr-defined]
-    if not flags or sum(t.numel for t in floats) > RUN_FACTS_BOUND:  # type: ignore[attr-defined]
-        return []
     facts: list[z3.BoolRef] = []
     for t in floats:
         dom = model.domain(t.dtype)  # type: ignore[attr-defined]

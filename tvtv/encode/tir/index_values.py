@@ -11,15 +11,19 @@ to float32, a range of 42 integers is an uninterpreted cast, while the Relax ope
 encoding (and a PrimFunc whose loops are fewer) has the constants 2.0 and 4.0: the zero
 pipeline's check of a fused avg_pool2d found the two different and timed out refining.
 Evaluated on the 12 combinations, the divisor is one of two constants, each cast exactly.
+The interpreter enumerates a loop's varying extent (adaptive pooling's windows) the same way
+(`PrimFuncEncoder.extent_values`).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Mapping
 
 from tvtv.absfp.dtypes import INT_FORMATS, is_int
 from tvtv.ir import tir as T
+from tvtv.ir.nodes import walk
 
 # at most this many combinations of the variables' values are evaluated
 COMBINATIONS = 4096
@@ -52,11 +56,29 @@ _BINARY = {
 }
 
 
+_COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+            "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
 def evaluate(e: T.Expr, values: Mapping[str, int]) -> int | None:
-    """`e`'s value with its variables at `values`; None where it is not integer arithmetic of
-    variables and constants, or divides by zero."""
+    """`e`'s value with its variables at `values` (a condition's is 1 or 0); None where it is
+    not integer arithmetic, comparison and choice over variables and constants, or divides by
+    zero. (Adaptive pooling's window extents choose with `T.Select`.)"""
     if isinstance(e, T.IntImm):
-        return e.value
+        return int(e.value)
+    if isinstance(e, T.Compare) and e.op in _COMPARE:
+        a = evaluate(e.a, values)
+        b = evaluate(e.b, values) if a is not None else None
+        return None if b is None else int(_COMPARE[e.op](a, b))
+    if isinstance(e, T.Logic) and e.op in ("and", "or", "not"):
+        args = [evaluate(x, values) for x in e.args]
+        if any(x is None for x in args):
+            return None
+        return int(not args[0]) if e.op == "not" else \
+            int(all(args) if e.op == "and" else any(args))
+    if isinstance(e, (T.Select, T.IfThenElse)):
+        c = evaluate(e.cond, values)
+        return None if c is None else evaluate(e.true_value if c else e.false_value, values)
     if isinstance(e, T.Var):
         return values.get(e.id)
     if isinstance(e, T.Binary) and e.op in _BINARY and is_int(e.dtype):
@@ -78,10 +100,21 @@ def values_over(e: T.Expr, ranges: Mapping[str, tuple[int, int]], limit: int) ->
     over-approximate the variables. None when a variable has no range, when there are more
     than `COMBINATIONS` combinations or more than `limit` values, or when `e` is not integer
     arithmetic that `evaluate` knows."""
-    names = sorted(_variables(e))
+    names = sorted({n.id for n in walk(e) if isinstance(n, T.Var)})
     if any(n not in ranges for n in names):
         return None
-    spans = [range(ranges[n][0], ranges[n][1] + 1) for n in names]
+    values = _values(e, tuple((n, ranges[n]) for n in names), limit)
+    return None if values is None else list(values)
+
+
+# the interpreter asks this for every element an expression is built for (an unrolled
+# store's, a concrete index's): each distinct question is answered once
+@functools.lru_cache(maxsize=4096)
+def _values(e: T.Expr, named: tuple[tuple[str, tuple[int, int]], ...], limit: int
+            ) -> tuple[int, ...] | None:
+    """`values_over` for the (name, range) pairs of `e`'s variables."""
+    names = [n for n, _ in named]
+    spans = [range(lo, hi + 1) for _, (lo, hi) in named]
     if math.prod(len(s) for s in spans) > COMBINATIONS:
         return None
     seen: set[int] = set()
@@ -92,16 +125,5 @@ def values_over(e: T.Expr, ranges: Mapping[str, tuple[int, int]], limit: int) ->
         seen.add(v)
         if len(seen) > limit:
             return None
-    return sorted(seen)
+    return tuple(sorted(seen))
 
-
-def _variables(e: T.Expr) -> set[str]:
-    """The ids of the variables in integer expression `e` (other nodes have none that
-    `evaluate` reads)."""
-    if isinstance(e, T.Var):
-        return {e.id}
-    if isinstance(e, T.Binary):
-        return _variables(e.a) | _variables(e.b)
-    if isinstance(e, T.Cast):
-        return _variables(e.value)
-    return set()

@@ -33,7 +33,7 @@ import dataclasses
 import itertools
 import math
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import z3
@@ -51,6 +51,7 @@ from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
 from tvtv.encode.tir.values import Loop, Reader, Sc, Val, undefined_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir import tir as T
+from tvtv.ir.nodes import walk
 
 # Largest number of known constant cases a float value is tracked with (see `Sc.cases`).
 CASES_BOUND = 16
@@ -512,7 +513,7 @@ class PrimFuncEncoder:
     def extent_values(self, e: T.Expr, loops: list[Loop]) -> tuple[int, ...]:
         """Every value of loop extent `e` over the iterations of the enclosing loops it
         depends on (enumerated: there are few in pooling windows)."""
-        names = _var_ids(e)
+        names = {n.id for n in walk(e) if isinstance(n, T.Var)}
         by_var = {lp.var: lp for lp in loops}
         deps: dict[str, Loop] = {}
         for name in names:
@@ -520,20 +521,16 @@ class PrimFuncEncoder:
             if isinstance(b, Loop):
                 deps[name] = b
         combos = math.prod(lp.extent for lp in deps.values())
-        if combos > 4096:
+        if combos > index_values.COMBINATIONS:
             raise self.fail(f"loop extent depending on {combos} iterations")
-        base = self.range_env(loops)
-        values: set[int] = set()
-        for point in itertools.product(*[range(lp.lo, lp.lo + lp.extent) for lp in deps.values()]):
-            env = dict(base)
-            for name, v in zip(deps, point):
-                env[name] = IX.constant(v)
-                env[deps[name].var] = IX.constant(v)
-            x = self.expr(e, env)
-            if not isinstance(x, IX.Ix) or x.const is None:
-                raise self.fail(f"loop extent {e} that is not an integer function of the loops")
-            values.add(max(x.const, 0))
-        return tuple(sorted(values))
+        spans = {name: (lp.lo, lp.lo + lp.extent - 1) for name, lp in deps.items()}
+        # iter vars bound to a constant (`bind_aliases`)
+        spans.update((name, (b, b)) for name, b in self.aliases.items()
+                     if name in names and isinstance(b, int))
+        values = index_values.values_over(e, spans, max(combos, 1))
+        if values is None:
+            raise self.fail(f"loop extent {e} that is not an integer function of the loops")
+        return tuple(sorted({max(v, 0) for v in values}))
 
     def static_int(self, e: T.Expr, what: str) -> int:
         v = self.expr(e, {})
@@ -1250,11 +1247,7 @@ class PrimFuncEncoder:
                 if lo <= v.lo and v.hi <= hi:
                     return v
             if is_float(dtype) and v.hi - v.lo < CASES_BOUND:
-                # a few integers: each cast exactly (numpy rounds as LLVM's sitofp does)
-                pairs = tuple((IX.eq(v, IX.constant(k)),
-                               float(np.asarray(k).astype(numpy_dtype(dtype))))
-                              for k in range(v.lo, v.hi + 1))
-                return self.folded(pairs, dtype)
+                return self.integer_cases(v, range(v.lo, v.hi + 1), dtype)
             return Sc(self.cast_scalar(IX.to_int(v, 64), "int64", dtype), dtype)
         return Sc(self.cast_scalar(v.term, v.dtype, dtype), dtype)
 
@@ -1264,9 +1257,11 @@ class PrimFuncEncoder:
         CASES_BOUND values though `v`'s interval is wider (`index_values`); None otherwise."""
         spans = {name: (x.lo, x.hi) for name, x in env.items() if isinstance(x, IX.Ix)}
         values = index_values.values_over(e, spans, CASES_BOUND)
-        if values is None:
-            return None
-        # each value cast as numpy (LLVM's sitofp) rounds it; the comparison is v's own term
+        return None if values is None else self.integer_cases(v, values, dtype)
+
+    def integer_cases(self, v: IX.Ix, values: Iterable[int], dtype: str) -> Sc:
+        """Index `v`, which takes only `values`, cast to float `dtype`: each value cast
+        exactly (numpy rounds as LLVM's sitofp does), chosen by comparing v's term with it."""
         return self.folded(tuple((IX.eq(v, IX.constant(k)),
                                   float(np.asarray(k).astype(numpy_dtype(dtype))))
                                  for k in values), dtype)
@@ -1381,19 +1376,6 @@ class IEEEOnly(Unsupported):
     bits): the refinement ladder re-encodes in the IEEE model instead of giving up."""
 
     ieee_only = True
-
-
-def _var_ids(e: T.Expr) -> set[str]:
-    """Ids of the variables `e` mentions."""
-    if isinstance(e, T.Var):
-        return {e.id}
-    out: set[str] = set()
-    for f in dataclasses.fields(e):
-        x = getattr(e, f.name)
-        for y in (x if isinstance(x, tuple) else (x,)):
-            if dataclasses.is_dataclass(y):
-                out |= _var_ids(y)
-    return out
 
 
 def _subst(e: T.Expr, m: dict[str, T.Expr]) -> T.Expr:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import z3
 
+from tvtv import z3fast as zf
 from tvtv.absfp.abstract import AbstractModel
 from tvtv.encode.canonical import Canonicalizer
 
@@ -635,3 +636,39 @@ def test_live_values_premised_finite_make_their_self_difference_zero():
                          zero), model       # finite inputs alone: x * y may overflow
         assert len(assumptions.live_facts(("no-nan", "per-operation"), model, live)) == 1
 
+
+
+def test_a_premised_disjunction_flattened_into_another_is_decided_by_its_disjuncts(monkeypatch):
+    """A live value's "is NaN" spreads over its case splits as a disjunction, and Z3 flattens
+    it into a disjunction around it: `or(is_nan(v), r)` is no term holding the premise's form
+    (a float16 cast of `v - v` tests it beside its own cases: zero seed-5 graph 18). The
+    premise "that disjunction is false" makes each disjunct false, so the term becomes r;
+    with the premise's form alone as a fact, it stays. The form means the term under the run
+    facts (Z3)."""
+    from tvtv.absfp import assumptions
+    from tvtv.absfp.ieee import IEEEModel
+    from tvtv.encode import canonical
+    from tvtv.encode.tensor import Tensor
+    assume = ("no-nan", "no-inf", "per-operation")
+    r = z3.Bool("r")
+    for model in (AbstractModel(8), IEEEModel()):
+        dom = model.domain("float32")
+        x, y = dom.var("x"), dom.var("y")
+        v = dom.mul(x, y)
+        live = [Tensor.scalar(v, "float32")]
+        facts = assumptions.live_facts(assume, model, live)
+        term = zf.Or(dom.is_nan(v), r)
+        # the abstract product's "is NaN" spreads over its case splits (IEEE's is one atom)
+        spread = z3.is_or(z3.simplify(dom.is_nan(v)))
+        assert spread == isinstance(model, AbstractModel)
+        assert z3.eq(Canonicalizer({}, facts)(term), r), model
+        premises = assumptions.run_facts(assume, model, live)
+        s = z3.Solver()
+        s.add(*model.preconditions(), *premises, Canonicalizer({}, facts)(term) != term)
+        assert s.check() == z3.unsat, model
+        with monkeypatch.context() as m:
+            def form_only(form, value, facts):     # the premise's form as its only fact
+                if z3.is_app(form) and not (z3.is_true(form) or z3.is_false(form)):
+                    facts[form.get_id()] = (form, value)
+            m.setattr(canonical, "_implied", form_only)
+            assert z3.eq(Canonicalizer({}, facts)(term), r) != spread, model

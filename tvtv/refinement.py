@@ -247,15 +247,13 @@ def _run_facts(assume: Sequence[str], model: FloatModel, ctx: EncodeContext
     outer = live if assume_mod.run_facts_fit(assume, live) else []
     room = assume_mod.RUN_FACTS_BOUND - assume_mod.float_elements(outer)
     inner: list[Tensor] = []
-    for t in ctx.inner_live_values:
+    for t in ctx.inner_live_values if assume_mod.per_operation(assume) else []:
         if not is_float(t.dtype):
             continue
         if t.numel > room:
             break
         room -= t.numel
         inner.append(t)
-    if not assume_mod.per_operation(assume):
-        inner = []
     # the tensors whose facts are premises: what the canonicalizer may rely on too
     premised = list(outer) + inner
     # each tensor's facts apart, by the binding it belongs to (the same terms as a whole)

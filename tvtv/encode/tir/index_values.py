@@ -94,13 +94,18 @@ def evaluate(e: T.Expr, values: Mapping[str, int]) -> int | None:
     return None
 
 
+def variables(e: T.Expr) -> set[str]:
+    """The ids of the variables `e` mentions."""
+    return {n.id for n in walk(e) if isinstance(n, T.Var)}
+
+
 def values_over(e: T.Expr, ranges: Mapping[str, tuple[int, int]], limit: int) -> list[int] | None:
     """The distinct values (ascending) `e` takes when each variable it mentions ranges over
     its inclusive `ranges` entry: a superset of the values it takes where the ranges
     over-approximate the variables. None when a variable has no range, when there are more
     than `COMBINATIONS` combinations or more than `limit` values, or when `e` is not integer
     arithmetic that `evaluate` knows."""
-    names = sorted({n.id for n in walk(e) if isinstance(n, T.Var)})
+    names = sorted(variables(e))
     if any(n not in ranges for n in names):
         return None
     values = _values(e, tuple((n, ranges[n]) for n in names), limit)

@@ -51,7 +51,6 @@ from tvtv.encode.tir.program import ScalarProgram, needs_program, run_program
 from tvtv.encode.tir.values import Loop, Reader, Sc, Val, undefined_tensor
 from tvtv.errors import Unsupported
 from tvtv.ir import tir as T
-from tvtv.ir.nodes import walk
 
 # Largest number of known constant cases a float value is tracked with (see `Sc.cases`).
 CASES_BOUND = 16
@@ -513,7 +512,7 @@ class PrimFuncEncoder:
     def extent_values(self, e: T.Expr, loops: list[Loop]) -> tuple[int, ...]:
         """Every value of loop extent `e` over the iterations of the enclosing loops it
         depends on (enumerated: there are few in pooling windows)."""
-        names = {n.id for n in walk(e) if isinstance(n, T.Var)}
+        names = index_values.variables(e)
         by_var = {lp.var: lp for lp in loops}
         deps: dict[str, Loop] = {}
         for name in names:

@@ -626,8 +626,13 @@ def _pinned() -> dict[str, list[Case]]:
     p["relax.exp"] = [_fn("relax.exp", [((2, 3), F32)], O.exp)]
     p["relax.sum"] = [_fn("relax.sum", [((2, 3), F32)], lambda x: O.sum(x, axis=[1]), {"axis": [1]})]
     p["relax.max"] = [_fn("relax.max", [((2, 3), F32)], lambda x: O.max(x, axis=[1]), {"axis": [1]})]
+    # over more than 64 elements (reduction.FOLD_BOUND) the specification's argmax is an
+    # uninterpreted function below the unrolling rung; the loop is stated through it
     p["relax.argmax"] = [_fn("relax.argmax", [((2, 3), F32)], lambda x: O.argmax(x, axis=1),
+                             {"axis": 1}),
+                         _fn("relax.argmax", [((2, 100), F32)], lambda x: O.argmax(x, axis=1),
                              {"axis": 1})]
+    p["relax.argmin"] = [_fn("relax.argmin", [((4, 7, 7), F32)], lambda x: O.argmin(x))]
     p["relax.nn.conv2d"] = [_fn(
         "relax.nn.conv2d", [((1, 1, 3, 3), F32), ((2, 1, 2, 2), F32)],
         lambda x, w: O.nn.conv2d(x, w, strides=2, padding=1),

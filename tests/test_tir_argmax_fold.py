@@ -1,15 +1,19 @@
 """argmax/argmin over more than 64 elements (issue 4): LegalizeOps' two-accumulator reduction
-block is an uninterpreted fold of its step (`tvtv/encode/tir/fold.py`). A fused copy of the
-block is proved; a broken step, init value or extent is refuted; a block that visits the
-elements in another order is not proved."""
+block is an uninterpreted fold of its step (`tvtv/encode/tir/fold.py`), stated through the
+specification's argmax where no NaN is folded (`reduction.tir_arg_loop`). A fused copy of the
+block is proved; a broken step, init value or extent is refuted; TVM's -1 on a row of
+-FLT_MAX is shown against the specification; a block that visits the elements in another
+order is not proved."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvtv
+from tvtv.encode import reduction
 from tvtv.encode.tir import fold
 from tvtv.ir import tvm_bridge
 
@@ -74,6 +78,41 @@ def test_broken_argmax_over_100_elements_is_refuted(name):
     assert ok.verdict == "proved", ok.to_dict()
 
 
+def test_legalized_argmax_over_100_elements_shows_tvms_minus_one():
+    """LegalizeOps' argmax loop is stated through the specification's argmax
+    (`reduction.tir_arg_loop`), so above 64 elements, where that argmax is an uninterpreted
+    function, the check still ends in TVM's -1 on a row of -FLT_MAX (docs/findings.md),
+    confirmed, and without climbing: the counterexample's inputs are concrete, and there the
+    argmax is the exact fold (`EncodeContext.exact_arg_folds`). Before, `unknown`."""
+    source = Argmax
+    target = relax.transform.LegalizeOps()(source)
+    (r,) = tvtv.verify(source, target, timeout=30, assume=("no-nan", "no-inf")).results
+    assert r.verdict == "counterexample", r.to_dict()
+    assert r.confirmed, r.to_dict()
+    assert not any("unconfirmed" in lv for lv in r.levels), r.levels
+    assert any(reduction.ARG_LOOP_NOTE in lv for lv in r.levels), r.levels
+    row = r.counterexample.inputs["x"][r.counterexample.index[0]]
+    assert (row == -np.finfo(np.float32).max).all(), row
+
+
+def test_an_argmax_step_with_another_tie_rule_is_not_stated():
+    """`i > k` in place of `i < k` (keep the last of equal elements): not TVM's argmax step,
+    so the loop stays its own fold and nothing is claimed through the specification's."""
+    from tvtv.ir import tir as TT
+    i, v = TT.Load("a%0", (), "int64"), TT.Load("a%1", (), "float32")
+    x, k = TT.Load("x%0", (TT.Var("k%0", "int64"),), "float32"), TT.Var("k%0", "int64")
+
+    def stores(tie: str):
+        keep = TT.Logic("or", (TT.Compare("gt", v, x),
+                               TT.Logic("and", (TT.Compare("eq", v, x), TT.Compare(tie, i, k)))))
+        return [TT.Store("a%0", (), TT.Select(keep, i, k, "int64")),
+                TT.Store("a%1", (), TT.Select(TT.Compare("gt", v, x), v, x, "float32"))]
+
+    found = fold.arg_reduction(stores("lt"), ["int64", "float32"])
+    assert found is not None and found.kind == "max" and found.index == k and found.value == x
+    assert fold.arg_reduction(stores("gt"), ["int64", "float32"]) is None
+
+
 def test_another_visiting_order_is_not_proved():
     """The same step over the row backwards (element 99 - k, index 99 - k): the first-index
     tie rule still holds, but a NaN is kept only when it comes last, so the order matters
@@ -84,7 +123,7 @@ def test_another_visiting_order_is_not_proved():
         .replace("< v_k1, x_red_temp_v0[v_ax0], v_k1)",
                  "< T.int64(99) - v_k1, x_red_temp_v0[v_ax0], T.int64(99) - v_k1)")
     assert backwards.count("T.int64(99) - v_k1") >= 4, backwards
-    (r,) = tvtv.verify(source, tvm_bridge.parse_script(backwards), timeout=20).results
+    (r,) = tvtv.verify(source, tvm_bridge.parse_script(backwards), timeout=5).results
     assert r.verdict != "proved", r.to_dict()
 
 

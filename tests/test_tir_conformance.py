@@ -207,6 +207,57 @@ def test_max_loop_from_flt_max_is_the_specifications_chain_for_every_float(dtype
     assert s.check() == z3.sat
 
 
+def _arg_loop(dom, kind: str, n: int, i0, v0):
+    """(terms, LegalizeOps' argmax step folded from (i0, v0) as TVM writes it, that fold as
+    `reduction.tir_arg_loop` states it)."""
+    from tvtv.encode import reduction
+    from tvtv.encode.context import EncodeContext
+    better = dom.gt if kind == "max" else dom.lt
+    xs = [z3.FP(f"x{k}", dom.sort) for k in range(n)]
+    i, v = i0, v0
+    for k, x in enumerate(xs):
+        kk = z3.BitVecVal(k, 64)
+        # i' = Select(v > x || (v == x && i < k), i, k);  v' = Select(v > x, v, x)
+        i = z3.If(z3.Or(better(v, x), z3.And(dom.eq(v, x), i < kk)), i, kk)
+        v = z3.If(better(v, x), v, x)
+    ctx = EncodeContext(IEEEModel())
+    stated = reduction.tir_arg_loop(ctx, dom.dtype, n, lambda r: xs[r.as_long()], kind, i0, v0, i)
+    return xs, i, stated
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_argmax_loop_is_the_specifications_argmax_where_no_nan_is_folded(dtype, kind, n):
+    """TVM's argmax loop is stated as `no NaN folded and init index < 0 ? (no term above the
+    init value ? init index : numpy's argmax) : the loop` (`reduction.tir_arg_loop`): that
+    must be the loop's value for every input and every initial accumulator, a proof. TVM's
+    own init (-1, -FLT_MAX) is one case. The twin, numpy's argmax in place of the loop
+    where a NaN is folded, is refuted: the loop drops a NaN at the next step."""
+    from tvtv.encode import reduction
+    dom = IEEEModel().domain(dtype)
+    i0, v0 = z3.BitVec("i0", 64), z3.FP("v0", dom.sort)
+    xs, loop, stated = _arg_loop(dom, kind, n, i0, v0)
+    s = z3.Solver()
+    s.add(stated != loop)
+    assert s.check() == z3.unsat
+    big = float(np.finfo(numpy_dtype(dtype)).max)
+    tvm_init = (z3.BitVecVal(-1, 64), dom.const(-big if kind == "max" else big))
+    xs, loop, stated = _arg_loop(dom, kind, n, *tvm_init)
+    s = z3.Solver()
+    s.add(stated != loop)
+    assert s.check() == z3.unsat
+    from tvtv.encode.context import EncodeContext
+    spec = reduction.reduce_arg(EncodeContext(IEEEModel()), dtype, n, lambda r: xs[r.as_long()], kind)
+    twin = reduction.tir_arg_loop(EncodeContext(IEEEModel()), dtype, n, lambda r: xs[r.as_long()],
+                                  kind, *tvm_init, spec)
+    s = z3.Solver()
+    s.add(twin != loop)
+    assert s.check() == z3.sat
+    model = s.model()
+    assert any(z3.is_true(model.eval(dom.is_nan(x), model_completion=True)) for x in xs)
+
+
 def test_max_loop_with_the_accumulator_second_is_not_restated():
     """`T.max(x, acc)` keeps the earlier of two equal terms (+0 before -0) and drops a NaN
     the other way: the specification's chain is not its value, so it stays the plain loop."""

@@ -414,7 +414,8 @@ def _ieee_run(module: Any, fname: str, inputs: dict[str, Any], keep_live: bool =
     prog = relax_reader.read_module(module)
     fn = prog.functions[fname]
     model = IEEEModel()
-    ctx = EncodeContext(model, exact_pair_sums=True)   # concrete inputs: nothing to solve
+    # concrete inputs: nothing to solve
+    ctx = EncodeContext(model, exact_pair_sums=True, exact_arg_folds=True)
     if keep_live:
         ctx.live_values = []
     model.on_ub = ctx.add_ub

@@ -19,7 +19,7 @@ from typing import Iterator, Sequence
 import z3
 
 from tvtv import z3raw
-from tvtv.encode.reduction import DOT_NOTE, SUM_NOTE
+from tvtv.encode.reduction import ARG_NOTES, DOT_NOTE, SUM_NOTE
 from tvtv.encode.tir.ranges import RANGES_NOTE
 
 OPAQUE_NOTE = "call_tir opaque"
@@ -32,7 +32,9 @@ class Abstraction:
     PrimFuncs both sides call, `set_common_prim_funcs`, bodies for the rest; a rung that only
     canonical forms decide, see `tvtv.refinement`) or "body" (the PrimFunc's body);
     `dot`: "uf" (a dot product as its own commutative function) or "sum" (sum of products);
-    `unroll`: small float sums unrolled into chains of additions (the loop's order);
+    `unroll`: small float sums unrolled into chains of additions (the loop's order), and
+    argmax/argmin up to `reduction.MAXMIN_FOLD_BOUND` elements as exact folds (above
+    `reduction.FOLD_BOUND` they are uninterpreted below this rung);
     `ranges`: the ranges the TIR proves for stored values (`tvtv.encode.tir.ranges`) stated
     in the abstract model. Last, because a stated range changes the target's term where the
     source builds the same value without one (a clamp fused into arithmetic by FuseTIR):
@@ -49,6 +51,7 @@ class Abstraction:
         out = [f"call_tir: {tir}", f"dot: {'function' if self.dot == 'uf' else 'sum of products'}"]
         if self.unroll:
             out.append("small sums: unrolled")
+            out.append("argmax/argmin: unrolled up to 512 elements")
         if self.ranges:
             out.append("TIR value ranges: stated")
         return out
@@ -87,7 +90,8 @@ def worth_refining(level: Abstraction, nxt: Abstraction, notes: set[str]) -> boo
     """Does the next rung make precise something this rung's encoding abstracted?"""
     return ((OPAQUE_NOTE in notes and _TIR_ORDER[level.tir] < _TIR_ORDER[nxt.tir])
             or (DOT_NOTE in notes and level.dot == "uf" and nxt.dot == "sum")
-            or (SUM_NOTE in notes and not level.unroll and nxt.unroll)
+            or ((SUM_NOTE in notes or any(a in notes for a in ARG_NOTES))
+                and not level.unroll and nxt.unroll)
             or (RANGES_NOTE in notes and not level.ranges and nxt.ranges))
 
 

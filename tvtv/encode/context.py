@@ -53,6 +53,10 @@ class EncodeContext:
     # a float sum of two terms is encoded exactly (`tvtv.encode.reduction.reduce_sum`): set
     # where inputs are concrete (`tvtv.confirm`), so the value is computed, not solved for
     exact_pair_sums: bool = False
+    # argmax/argmin are exact folds up to `reduction.MAXMIN_FOLD_BOUND` elements at every
+    # rung (`reduction.arg_fold_bound`): set where inputs are concrete, so the index is
+    # computed and a counterexample found with the uninterpreted argmax can be confirmed
+    exact_arg_folds: bool = False
     # where inputs are concrete: each binding's tensor is replaced by what this gives (a
     # constant tensor when its elements evaluate, `tvtv.encode.evaluate.materialize`), so a
     # later element is simplified over constants, not over the whole history of lambdas

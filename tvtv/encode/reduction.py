@@ -306,13 +306,27 @@ def _from_finite_bound(dom: ScalarDomain, init: z3.ExprRef, kind: str, n: int, e
     return zf.If(at_inf, bound, select_chain(dom, terms, kind))
 
 
+ARG_NOTES = ("argmax: uninterpreted", "argmin: uninterpreted")
+
+
+def arg_fold_bound(ctx: EncodeContext) -> int:
+    """Up to how many elements an argmax/argmin is the exact fold: `FOLD_BOUND`, and
+    `MAXMIN_FOLD_BOUND` at the unrolling rung (`Abstraction.unroll`), which a check climbs
+    to when the uninterpreted argmax (`ARG_NOTES`) left a counterexample unconfirmed or a
+    query undecided, and where inputs are concrete (`EncodeContext.exact_arg_folds`)."""
+    level = ctx.abstraction
+    exact = ctx.exact_arg_folds or (level is not None and level.unroll)
+    return MAXMIN_FOLD_BOUND if exact else FOLD_BOUND
+
+
 def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
                out_dtype: str = "int64") -> z3.ExprRef:
-    """argmax / argmin: index of the first extreme element; the first NaN wins (numpy)."""
+    """argmax / argmin: index of the first extreme element; the first NaN wins (numpy).
+    An uninterpreted function of the terms above `arg_fold_bound`."""
     dom = ctx.dom(dtype)
     odom = ctx.dom(out_dtype)
-    if n > FOLD_BOUND:
-        ctx.notes.add(f"arg{kind}: uninterpreted")
+    if n > arg_fold_bound(ctx):
+        ctx.notes.add(ARG_NOTES[0] if kind == "max" else ARG_NOTES[1])
         return uf_of_terms(ctx, f"arg{kind}", dtype, n, elem, elem(idx(0)), odom.sort)
     best, best_i = elem(idx(0)), odom.const(0)
     better = dom.gt if kind == "max" else dom.lt
@@ -322,6 +336,43 @@ def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
         best_i = zf.If(take, odom.const(k), best_i)
         best = zf.If(take, x, best)
     return best_i
+
+
+ARG_LOOP_NOTE = ("argmax/argmin loop: stated through the specification's argmax "
+                 "(exact where no NaN is folded)")
+
+
+def tir_arg_loop(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
+                 init_index: z3.ExprRef, init_value: z3.ExprRef, loop: z3.ExprRef,
+                 index_dtype: str = "int64") -> z3.ExprRef:
+    """TIR's argmax loop (`fold.arg_reduction`: index `i` from `init_index`, value `v` from
+    `init_value`, step k keeps `i` iff `v > x_k or (v == x_k and i < k)`) stated through the
+    specification's `reduce_arg`, so that a Relax argmax and its legalization meet term for
+    term and the solver decides only where they differ. `loop` is the loop's own index
+    result (the unrolled fold, or its uninterpreted fold above `FOLD_BOUND`); it is kept where
+    a NaN is folded.
+
+    Where no term and not `init_value` is NaN and `init_index < 0` (TVM: -1 and -FLT_MAX;
+    argmin +FLT_MAX): `i < k` always holds, so the step keeps `i` iff `v >= x_k`, i.e. it
+    takes k iff `x_k > v`, and `v` is the running maximum of `init_value` and the terms (it
+    takes x_k on ties, which only changes a zero's sign, and comparisons ignore that). So
+    the result is `init_index` when no term is above `init_value` (TVM's -1 on a row of
+    -FLT_MAX, docs/findings.md), and otherwise the first index of the greatest term: once a
+    term above `init_value` is reached both folds hold it and take the same steps, and
+    before it the specification may hold a term <= `init_value` that every later term above
+    `init_value` replaces. That is `reduce_arg`'s value without NaNs (numpy's first-index
+    tie rule). With a NaN the loop drops it at the next step where numpy keeps the first:
+    `loop` stays. tests/test_tir_conformance.py proves this form equal to the unrolled loop
+    in IEEE arithmetic for every input."""
+    dom, odom = ctx.dom(dtype), ctx.dom(index_dtype)
+    better = dom.gt if kind == "max" else dom.lt
+    terms = [elem(idx(k)) for k in range(n)]
+    exact = zf.And(zf.Not(dom.is_nan(init_value)), odom.lt(init_index, odom.const(0)),
+                   *[zf.Not(dom.is_nan(t)) for t in terms])
+    none_above = zf.And(*[zf.Not(better(t, init_value)) for t in terms])
+    ctx.notes.add(ARG_LOOP_NOTE)
+    spec = reduce_arg(ctx, dtype, n, elem, kind, index_dtype)
+    return zf.If(exact, zf.If(none_above, init_index, spec), loop)
 
 
 DOT_NOTE = "dot: uninterpreted function"

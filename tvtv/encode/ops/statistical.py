@@ -293,7 +293,8 @@ def encode_std(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
 @register("relax.argmax", "relax.argmin")
 def encode_argmax_argmin(ctx: EncodeContext, call: OpCall, args: list) -> Tensor:
     """numpy argmax/argmin along `axis` (None = the flattened tensor): the index of the first
-    extreme element, the first NaN winning; exact up to 64 candidates (uninterpreted above).
+    extreme element, the first NaN winning; exact up to 64 candidates, above that
+    uninterpreted below the unrolling rung (exact up to 512 there and on concrete inputs).
 
     The result dtype is TVM's inferred one (int64).
     """

@@ -42,10 +42,21 @@ def skeleton(stores: list[T.Store], dtypes: list[str], n: int) -> tuple[str, lis
     """The name of the step function of `stores` (a multi-buffer reduction's body) over `n`
     steps, and its element parts in the order the step's arguments take them.
 
+    The name is a hash of the skeleton's text (`steps`), the accumulators' dtypes and `n`: it
+    holds no buffer or variable name of the PrimFunc, so a fused copy of the block gets the
+    same one. Raises `NotAFold` as `steps` does."""
+    skel, parts = steps(stores)
+    text = repr((n, dtypes, skel))
+    return "fold_" + hashlib.sha256(text.encode()).hexdigest()[:16], parts
+
+
+def steps(stores: list[T.Store]) -> tuple[list[T.Expr], list[T.Expr]]:
+    """The step of `stores` (a multi-buffer reduction's body) with its elements split off:
+    one skeleton expression per store, and the element parts, where the skeleton's
+    parameter `p_k` stands for part k.
+
     Every maximal subexpression that reads no accumulator becomes a parameter `p_k` (equal
     subexpressions share one); an accumulator load becomes `acc_j`, j its store's position.
-    The name is a hash of the skeleton's text, the accumulators' dtypes and `n`: it holds no
-    buffer or variable name of the PrimFunc, so a fused copy of the block gets the same one.
     Raises `NotAFold` where the step reads an accumulator at other indices, or where a
     lazily evaluated `if_then_else` depends on one (its untaken branch may hold an
     out-of-bounds load, which the element arrays would evaluate for every step)."""
@@ -88,9 +99,57 @@ def skeleton(stores: list[T.Store], dtypes: list[str], n: int) -> tuple[str, lis
             k: tuple(map(keep, v, w)) if isinstance(v, tuple) else keep(v, w)
             for k, (v, w) in walked.items()})
 
-    steps = []
+    skel = []
     for st in stores:
         w = walk(st.value)
-        steps.append(param(st.value) if w is None else w)
-    text = repr((n, dtypes, steps))
-    return "fold_" + hashlib.sha256(text.encode()).hexdigest()[:16], list(params)
+        skel.append(param(st.value) if w is None else w)
+    return skel, list(params)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgReduction:
+    """A multi-buffer reduction that is TVM's argmax or argmin combiner (`arg_reduction`)."""
+
+    kind: str          # "max" or "min"
+    index_acc: int     # position of the index accumulator's store
+    value_acc: int     # position of the value accumulator's store
+    value: T.Expr      # the element compared (x[v, k])
+    index: T.Expr      # the element stored as the index (k, or k0 * n1 + k1)
+
+
+def arg_reduction(stores: list[T.Store], dtypes: list[str]) -> ArgReduction | None:
+    """`stores` as TVM's argmax/argmin step, or None when they are any other step.
+
+    LegalizeOps' argmax (topi `argmax`, `select_last_index` false) folds, with `i`, `v` the
+    index and value accumulators and `k`, `x` the step's index and element:
+
+        i' = Select(v > x || (v == x && i < k), i, k)      v' = Select(v > x, v, x)
+
+    and argmin the same with `<`. Matched on the skeleton (`steps`), so names do not matter;
+    the operands' order does (`x < v` keeps ties and NaNs the other way)."""
+    if len(stores) != 2:
+        return None
+    try:
+        skel, parts = steps(stores)
+    except NotAFold:
+        return None
+    ints = [j for j, d in enumerate(dtypes) if d in ("int32", "int64")]
+    floats = [j for j, d in enumerate(dtypes) if d.startswith(("float", "bfloat"))]
+    if len(ints) != 1 or len(floats) != 1 or len(parts) != 2:
+        return None
+    ji, jv = ints[0], floats[0]
+    pv = [k for k, p in enumerate(parts) if dtype_of(p) == dtypes[jv]]
+    pi = [k for k, p in enumerate(parts) if dtype_of(p) == dtypes[ji]]
+    if len(pv) != 1 or len(pi) != 1:
+        return None
+    i = T.Load(f"acc_{ji}", (), dtypes[ji])
+    v = T.Load(f"acc_{jv}", (), dtypes[jv])
+    x = T.Var(f"p_{pv[0]}", dtypes[jv])
+    k = T.Var(f"p_{pi[0]}", dtypes[ji])
+    for kind, op in (("max", "gt"), ("min", "lt")):
+        keep = T.Logic("or", (T.Compare(op, v, x),
+                              T.Logic("and", (T.Compare("eq", v, x), T.Compare("lt", i, k)))))
+        if skel[ji] == T.Select(keep, i, k, dtypes[ji]) and \
+                skel[jv] == T.Select(T.Compare(op, v, x), v, x, dtypes[jv]):
+            return ArgReduction(kind, ji, jv, parts[pv[0]], parts[pi[0]])
+    return None

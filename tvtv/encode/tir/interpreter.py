@@ -861,8 +861,10 @@ class PrimFuncEncoder:
         if len({st.buffer for st in stores}) != len(stores):
             raise self.fail("multi-buffer reduction storing one buffer twice")
         cache: dict[tuple, tuple[list[z3.ExprRef], tuple]] = {}
-        uninterpreted = self.uninterpreted_fold(stores, binding, red, n) \
-            if n > reduction.FOLD_BOUND else None
+        arg = self.arg_loop(stores, binding, red, n)
+        # an argmax loop is unrolled as far as the specification's argmax is
+        bound = reduction.FOLD_BOUND if arg is None else reduction.arg_fold_bound(self.ctx)
+        uninterpreted = self.uninterpreted_fold(stores, binding, red, n) if n > bound else None
 
         def folded(env: dict[str, Val], ix: list[IX.Ix]) -> list[z3.ExprRef]:
             key = (tuple(v.term.get_id() for v in ix), tuple(g.get_id() for g in self.guards))
@@ -870,6 +872,7 @@ class PrimFuncEncoder:
                 return cache[key][0]
             accs = [self.scalar(self.expr(it.value, env), self.buffers[it.buffer].dtype)
                     for it in inits]
+            initial = accs
             for k in range(n if uninterpreted is None else 0):
                 env2 = self.red_env(env, binding, red, idx(k))
                 saved = self.acc_override
@@ -881,12 +884,44 @@ class PrimFuncEncoder:
                     self.acc_override = saved
             if uninterpreted is not None:
                 accs = uninterpreted(env, accs)
+            if arg is not None:
+                accs = list(accs)
+                vdtype = self.buffers[stores[arg.value_acc].buffer].dtype
+                accs[arg.index_acc] = reduction.tir_arg_loop(
+                    self.ctx, vdtype, n,
+                    lambda r: self.scalar(self.expr(arg.value, self.red_env(env, binding, red, r)),
+                                          vdtype),
+                    arg.kind, initial[arg.index_acc], initial[arg.value_acc], accs[arg.index_acc])
             cache[key] = (accs, (tuple(v.term for v in ix), tuple(self.guards)))
             return accs
 
         for j, st in enumerate(stores):
             self.write(st, None, loops, binding, red,
                        value_fn=lambda env, ix, j=j: folded(env, ix)[j])
+
+    def arg_loop(self, stores: list[T.Store], binding: dict[str, Loop | int], red: list[Loop],
+                 n: int) -> fold.ArgReduction | None:
+        """`stores` as TVM's argmax/argmin step (`fold.arg_reduction`) whose index element is
+        the step number itself (k, or k0 * n1 + k1 over row-major loops from 0), so that
+        `reduction.tir_arg_loop` states it; None for any other multi-buffer reduction, for an
+        index that is not int64 (Relax's argmax gives int64), and above
+        `reduction.MAXMIN_FOLD_BOUND` steps (the statement's conditions grow with n).
+        The index is checked at every step on its constant value."""
+        if n > reduction.MAXMIN_FOLD_BOUND:
+            return None
+        dtypes = [self.buffers[st.buffer].dtype for st in stores]
+        arg = fold.arg_reduction(stores, dtypes)
+        if arg is None or dtypes[arg.index_acc] != "int64":
+            return None
+        for k in range(n):
+            try:
+                at = self.scalar(self.expr(arg.index, self.red_env({}, binding, red, idx(k))), "int64")
+            except (KeyError, Unsupported):
+                return None     # it reads more than the reduction loops
+            at = z3.simplify(at)
+            if not (z3.is_bv_value(at) and at.as_signed_long() == k):
+                return None
+        return arg
 
     def uninterpreted_fold(self, stores: list[T.Store], binding: dict[str, Loop | int],
                            red: list[Loop], n: int

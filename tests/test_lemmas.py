@@ -530,7 +530,7 @@ def test_exact_attempt_skipped_after_a_finite_refutation(monkeypatch):
     monkeypatch.setattr(lemmas, "_prove_one", spy)
     monkeypatch.setattr(lemmas, "_CACHE", {})
     found = lemmas.prove_lemmas(ArgmaxOfInput, Options(assume=("no-nan", "no-inf", "per-operation")))
-    assert [op for op, _ in found.refuted_finite.values()] == ["relax.argmax"]
+    assert [op for op, *_ in found.refuted_finite.values()] == ["relax.argmax"]
     assert [t for t in tried if t[0] == "relax.argmax"] == [("relax.argmax", "ieee", True)], tried
     assert ("relax.exp", "abstract", False) in tried      # the other call: exact, proved
 

@@ -56,7 +56,7 @@ def _legalized(mod):
 
 def test_argmax_lemma_refuted_on_finite_values_is_lifted_to_the_graph():
     found = lemmas.prove_lemmas(ArgmaxOfInput, Options(assume=PER_OP))
-    assert [op for op, _ in found.refuted_finite.values()] == ["relax.argmax"]
+    assert [op for op, *_ in found.refuted_finite.values()] == ["relax.argmax"]
     (r,) = tvtv.verify(ArgmaxOfInput, _legalized(ArgmaxOfInput), pass_name="LegalizeOps",
                        assume=list(PER_OP)).results
     assert r.verdict == "counterexample" and r.confirmed, r.to_dict()
@@ -121,6 +121,42 @@ def test_argmax_of_a_computed_value_is_lifted_through_its_preimage():
     assert ((m + m) == -FLT_MAX).all()
     assert np.isfinite(cex.inputs["z"]).all()        # a seeded filling: not read by argmax
     assert poisoned_inside(ArgmaxOfMatmul, "main", cex.inputs, PER_OP) is False
+
+
+@I.ir_module
+class ArgmaxOfBroadcast:
+    """Zero seed-5 graph 4's shape: argmax over one row of inputs broadcast to two rows."""
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((2,), "float32")):
+        with R.dataflow():
+            c = R.concat((x, y), axis=0)
+            b = R.broadcast_to(c, R.shape([2, 6]))
+            a = R.argmax(b, axis=1, keepdims=False)
+            R.output(a)
+        return a
+
+
+def test_only_the_elements_the_differing_element_reads_are_reached():
+    """The argmax lemma's counterexample over (2, 6) shows TVM's -1 in one row. A broadcast
+    row makes both rows equal, so where the lemma's other row differs no input gives its
+    values; the pre-image then asks only for the row its differing element reads
+    (`preimage.read_elements`). The twin, every element pinned, finds nothing."""
+    found = lemmas.prove_lemmas(ArgmaxOfBroadcast, Options(assume=PER_OP))
+    ((mhash, (op, _, reads)),) = found.refuted_finite.items()
+    assert op == "relax.argmax" and reads is not None
+    assert reads["x0"] in (list(range(6)), list(range(6, 12))), reads
+    row = reads["x0"][0] // 6
+    x0 = np.ones((2, 6), np.float32)
+    x0[row] = -FLT_MAX                      # the other row: values no broadcast row has
+    legal = _legalized(ArgmaxOfBroadcast)
+    got = lift.lift(ArgmaxOfBroadcast, legal, "main", ["x", "y"],
+                    {mhash: (op, {"x0": x0}, reads)}, PER_OP)
+    assert got is not None
+    cex, _, how = got
+    assert how == lift.PREIMAGE and cex.executed_values == (0, -1), cex
+    assert (cex.inputs["x"] == -FLT_MAX).all() and (cex.inputs["y"] == -FLT_MAX).all()
+    assert lift.lift(ArgmaxOfBroadcast, legal, "main", ["x", "y"],
+                     {mhash: (op, {"x0": x0}, None)}, PER_OP) is None
 
 
 def test_a_candidate_whose_run_is_poison_is_not_taken():

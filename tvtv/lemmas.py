@@ -135,9 +135,11 @@ class LemmaSet:
     proved_finite: list[str] = field(default_factory=list)  # ... with a conditional lemma
     up_to_rounding: list[str] = field(default_factory=list)  # ... proved in the real model
     not_proved: list[str] = field(default_factory=list)   # "op: verdict (reason)"
-    # single-operator module hash -> (operator, inputs) of a counterexample on finite values
+    # single-operator module hash -> (operator, inputs of a counterexample on finite values,
+    # the input elements its differing element reads or None, `preimage.read_elements`)
     # (under per-operation; candidates for `tvtv.lift`)
-    refuted_finite: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    refuted_finite: dict[int, tuple[str, dict[str, Any], dict[str, list[int]] | None]] = \
+        field(default_factory=dict)
     seconds: float = 0.0
     fp: str = "abstract"                # the float model the lemmas were proved in
     zero_signs_free: bool = False       # tanh/atanh's specification drops a zero's sign
@@ -194,6 +196,8 @@ class _Outcome:
     # a counterexample's inputs (parameter name -> array) when the first single-operator
     # module (`tvm_bridge.single_op_modules`) was refuted
     inputs: dict[str, Any] | None = None
+    # the input elements its differing element reads (`preimage.read_elements`), or None
+    reads: dict[str, list[int]] | None = None
 
 
 _CACHE: dict[tuple[Any, ...], _Outcome] = {}
@@ -330,8 +334,13 @@ def _prove_one(op: str, variants: Sequence[Any], options: Any, conditional: bool
     result = check_function(src, tgt, "main", options, "LegalizeOps", f"lemma {op}")
     if result.verdict != PROVED:
         cex = result.counterexample
-        return _Outcome(None, None, f"{op}: {result.verdict}",
-                        cex.inputs if cex is not None and index == 0 else None)
+        if cex is None or index != 0:
+            return _Outcome(None, None, f"{op}: {result.verdict}")
+        reads = None
+        if conditional and cex.kind == "value" and cex.output is not None and cex.index is not None:
+            from tvtv.preimage import read_elements
+            reads = read_elements(src, "main", cex.output, cex.index)
+        return _Outcome(None, None, f"{op}: {result.verdict}", cex.inputs, reads)
     key: Key = (call.prim_hash, tuple(p.ty for p in fn.params), call.ty)
     main = src.functions["main"]
     e = _returned_expr(main)
@@ -425,6 +434,7 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
             refuted: set[int] = set()
             # inputs on which a finite exact attempt was refuted (a `tvtv.lift` candidate)
             candidate: dict[str, Any] | None = None
+            candidate_reads: dict[str, list[int]] | None = None
             for aopts, conditional, group, up_to_rounding in _attempts(options, op_opts, op):
                 if group in refuted:
                     # refuted on finite values: the group's exact lemma, which implies the
@@ -442,12 +452,12 @@ def prove_lemmas(module: Any, options: Any) -> LemmaSet:
                 if conditional and not outcome.why.endswith(": unknown"):
                     refuted.add(group)
                     if candidate is None and not up_to_rounding:
-                        candidate = outcome.inputs
+                        candidate, candidate_reads = outcome.inputs, outcome.reads
             # proved up to rounding, the exact group's counterexample is rounding, which
             # op-rounding allows: no candidate then (measured: rms_norm (1, 2) was refuted
             # exactly, then proved in the real model)
             if candidate is not None and not rounded:
-                lemmas.refuted_finite[mhash] = (op, candidate)
+                lemmas.refuted_finite[mhash] = (op, candidate, candidate_reads)
             if found is None or found.lemma is None or found.key is None:
                 assert first is not None
                 lemmas.not_proved.append(first.why)

@@ -48,6 +48,9 @@ from tvtv.report import Counterexample
 
 # seeded fillings tried for the parameters the refuted call does not read
 CANDIDATES = 3
+# pre-images already sought in this process, by module, call and target: a pipeline's step
+# may lift from the same lemma twice (zero seed-5 graph 13: two 25 s queries, both unsat)
+_PREIMAGES: dict[tuple[Any, ...], dict[str, np.ndarray] | None] = {}
 # how a lifted counterexample's inputs were found (printed with the verdict)
 PARAMETERS = ("its inputs at the graph's parameters, seeded values elsewhere")
 PREIMAGE = ("graph inputs solved for (IEEE model, cvc5) so that the call's computed "
@@ -83,7 +86,8 @@ def _differs(spec: Any, got: Any, assume: tuple[str, ...]) -> bool:
     return not same_value(spec, got)
 
 
-def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: dict[int, tuple[str, dict[str, Any]]],
+def lift(before: Any, after: Any, fname: str, param_names: list[str],
+         refuted: dict[int, tuple[str, dict[str, Any], dict[str, list[int]] | None]],
          assume: tuple[str, ...]) -> tuple[Counterexample, str, str] | None:
     """A counterexample of `after` against `before`'s function `fname`, confirmed
     `spec-vs-vm`, built from an operator lemma refuted on finite values (`refuted`:
@@ -103,7 +107,7 @@ def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: d
     for site_fn, mhash, mapping in tvm_bridge.parameter_call_sites(before):
         if site_fn != fname or mhash not in refuted:
             continue
-        op, op_inputs = refuted[mhash]
+        op, op_inputs, _ = refuted[mhash]
         fixed = {name: np.asarray(op_inputs.get(f"x{i}")) for i, name in enumerate(mapping)
                  if name is not None and f"x{i}" in op_inputs}
         if not fixed or tuple(sorted(fixed)) in tried:
@@ -122,15 +126,23 @@ def lift(before: Any, after: Any, fname: str, param_names: list[str], refuted: d
                 or None in site.vars or tuple(site.vars) in tried:
             continue
         tried.add(tuple(site.vars))
-        op, op_inputs = refuted[site.module_hash]
+        op, op_inputs, reads = refuted[site.module_hash]
         if any(f"x{i}" not in op_inputs for i in range(len(site.vars))):
             continue
-        try:
-            prog = prog or relax_reader.read_module(before)
-            solved = preimage.preimage(prog, fname, site.vars,
-                                       [np.asarray(op_inputs[f"x{i}"]) for i in range(len(site.vars))])
-        except (TvtvError, z3.Z3Exception, RuntimeError):
-            solved = None        # no candidate: nothing is claimed
+        # only the elements the lemma's differing element reads need to be reached (argmax
+        # over a broadcast row: the lemma's other rows need not be its values)
+        masks = None if reads is None else [reads.get(f"x{i}") for i in range(len(site.vars))]
+        targets = [np.asarray(op_inputs[f"x{i}"]) for i in range(len(site.vars))]
+        key = (tvm_bridge.structural_hash(before), fname, tuple(site.vars),
+               tuple((t.dtype.str, t.shape, t.tobytes()) for t in targets),
+               None if masks is None else tuple(None if m is None else tuple(m) for m in masks))
+        if key not in _PREIMAGES:
+            try:
+                prog = prog or relax_reader.read_module(before)
+                _PREIMAGES[key] = preimage.preimage(prog, fname, site.vars, targets, masks=masks)
+            except (TvtvError, z3.Z3Exception, RuntimeError):
+                _PREIMAGES[key] = None   # no candidate: nothing is claimed
+        solved = _PREIMAGES[key]
         if solved is None:
             continue
         cex = _candidates(before, after, fname, param_names, shapes, solved, assume)

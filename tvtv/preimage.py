@@ -82,16 +82,18 @@ def _type_of(fn: P.Function, vid: str) -> P.Type:
 
 
 def preimage(prog: P.Program, fname: str, names: Sequence[str], targets: Sequence[np.ndarray],
-             timeout: float = TIMEOUT) -> dict[str, np.ndarray] | None:
+             timeout: float = TIMEOUT, masks: Sequence[Sequence[int] | None] | None = None
+             ) -> dict[str, np.ndarray] | None:
     """Values of `fname`'s parameters under which its bindings (or parameters) `names` equal
-    `targets`, found in the IEEE model as the module doc says; None when the query is unsat,
-    undecided in `timeout` seconds (per attempt), or cannot be encoded. Parameters the named
-    values are not computed from are left out."""
+    `targets` (name k only at the flat positions `masks[k]`, where given), found in the IEEE
+    model as the module doc says; None when the query is unsat, undecided in `timeout`
+    seconds (per attempt), or cannot be encoded. Parameters the named values are not
+    computed from are left out."""
     fn = prog.functions.get(fname)
     cut = None if fn is None else prefix(fn, names)
     if cut is None:
         return None
-    query = _query(prog, cut, targets)
+    query = _query(prog, cut, targets, masks)
     if query is None:
         return None
     facts, scalars, fixed, read = query
@@ -120,9 +122,60 @@ def preimage(prog: P.Program, fname: str, names: Sequence[str], targets: Sequenc
 Scalars = dict[str, tuple[list[z3.ExprRef], str, tuple[int, ...]]]
 
 
-def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
+def read_elements(prog: P.Program, fname: str, output: int, index: tuple[int, ...]
+                  ) -> dict[str, list[int]] | None:
+    """The input elements (flat positions, by parameter) that element `index` of `fname`'s
+    output `output` is computed from, read off its term on symbolic inputs (at `LEVEL`, so
+    small sums and argmax are folds over their elements); None where it reads an input at a
+    position that is not a numeral, or a whole input (an uninterpreted function of the
+    array), or cannot be encoded. A refuted lemma's counterexample shows its difference at
+    one element: only the inputs that element reads need to be reached (`tvtv.lift`)."""
+    fn = prog.functions.get(fname)
+    if fn is None:
+        return None
+    ctx = EncodeContext(IEEEModel(), exact_pair_sums=True)
+    try:
+        inputs = [input_value(p.name, p.ty, ctx) for p in fn.params]
+        outs = flatten(FunctionEncoder(prog, ctx, LEVEL).call(fn, inputs))
+        t = outs[output]
+        flat = int(np.ravel_multi_index(index, t.shape)) if t.shape else 0
+        term = z3.simplify(t.at(flat))
+    except (TvtvError, NotImplementedError, KeyError, IndexError, ValueError, z3.Z3Exception):
+        return None
+    arrays = {}
+    for p, v in zip(fn.params, inputs):
+        if not isinstance(v, Tensor):
+            return None
+        a = z3.simplify(v.at(z3.BitVec("tvtv_read_probe", 32)))
+        if not (z3.is_select(a) and z3.is_const(a.arg(0))):
+            return None          # (not an array variable read at the index)
+        arrays[a.arg(0).get_id()] = p.name
+    reads: dict[str, set[int]] = {name: set() for name in arrays.values()}
+    seen: set[int] = set()
+    todo = [term]
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_select(e) and e.arg(0).get_id() in arrays:
+            if not z3.is_bv_value(e.arg(1)):
+                return None
+            reads[arrays[e.arg(0).get_id()]].add(e.arg(1).as_long())
+            continue
+        if z3.is_const(e) and e.get_id() in arrays:
+            return None          # the whole array, as an argument of a function
+        if z3.is_quantifier(e):
+            return None
+        todo.extend(e.children())
+    return {name: sorted(ks) for name, ks in reads.items()}
+
+
+def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray],
+           masks: Sequence[Sequence[int] | None] | None = None
            ) -> tuple[list[z3.BoolRef], Scalars, dict[z3.ExprRef, z3.ExprRef], set[str]] | None:
-    """The pre-image query of `cut`'s values equal to `targets`: (facts over one scalar
+    """The pre-image query of `cut`'s values equal to `targets` (target k only at the flat
+    positions `masks[k]` where that is not None): (facts over one scalar
     constant per input element, those constants by parameter with its dtype and shape, the
     constants a pin fixes and their points, the names of the constants the values are
     computed from); None when it cannot be encoded."""
@@ -146,10 +199,12 @@ def _query(prog: P.Program, cut: P.Function, targets: Sequence[np.ndarray]
             if is_float(t.dtype) else []
 
     facts: list[z3.BoolRef] = [ctx.well_defined()]
-    for t, want in zip(outs, targets):
+    for j, (t, want) in enumerate(zip(outs, targets)):
         dom = ctx.dom(t.dtype)
         flat = np.ravel(np.asarray(want))
-        facts += [dom.same(t.at(k), dom.const(py_value(flat[k]))) for k in range(t.numel)]
+        mask = None if masks is None else masks[j]
+        facts += [dom.same(t.at(k), dom.const(py_value(flat[k])))
+                  for k in (range(t.numel) if mask is None else mask)]
     # a per-operation run: no NaN/inf in a tensor on the way, nor in the inputs
     budget = MAX_LIVE_ELEMENTS
     for t in ctx.live_values:

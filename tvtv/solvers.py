@@ -28,9 +28,13 @@ stage or ends undecided, instead of the process growing until it is killed.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import z3
@@ -307,27 +311,41 @@ def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult
     return _run_cvc5(facts, timeout)[0]
 
 
+# seconds a cvc5 process (`cvc5_child`) gets beyond its own limit before it is killed (its
+# start and import of cvc5 take about 0.2 s)
+CVC5_CHILD_GRACE = 2.0
+
+
 def cvc5_bits(facts: Sequence[z3.BoolRef], timeout: float) -> dict[str, int] | None:
-    """When cvc5 finds the conjunction of `facts` satisfiable: the bits of its model's value
-    of each float or bit-vector constant (by name); None otherwise. (cvc5 decides some FP
-    queries in seconds where Z3 times out after a minute: `tvtv.preimage`.)"""
-    answer, slv, sm = _run_cvc5(facts, timeout, models=True)
-    if answer != z3.sat:
+    """When cvc5 finds the conjunction of `facts` satisfiable within `timeout` seconds: the
+    bits of its model's value of each float or bit-vector constant (by name); None otherwise.
+    (cvc5 decides some FP queries in seconds where Z3 times out after a minute:
+    `tvtv.preimage`.) Run in a process of its own, killed at the deadline: cvc5's own limit
+    was overrun five times over (`tvtv/cvc5_child.py`)."""
+    try:
+        text = to_smtlib(facts)
+    except Unsupported:
         return None
-    bits: dict[str, int] = {}
-    for term in sm.getDeclaredTerms():
-        v = slv.getValue(term)
-        if v.isFloatingPointValue():
-            v = v.getFloatingPointValue()[2]
-        if v.isBitVectorValue():
-            bits[term.getSymbol()] = int(v.getBitVectorValue(2), 2)
-        elif v.isBooleanValue():
-            bits[term.getSymbol()] = int(v.getBooleanValue())
-    return bits
+    return cvc5_text_bits(text, timeout)
 
 
-def _run_cvc5(facts: Sequence[z3.BoolRef], timeout: float,
-              models: bool = False) -> tuple[z3.CheckSatResult, Any, Any]:
+def cvc5_text_bits(text: str, timeout: float) -> dict[str, int] | None:
+    """`cvc5_bits` of an SMT-LIB query's text: cvc5 in a process of its own
+    (`tvtv/cvc5_child.py`), killed `CVC5_CHILD_GRACE` seconds after `timeout`."""
+    child = Path(__file__).with_name("cvc5_child.py")
+    try:
+        run = subprocess.run([sys.executable, "-I", str(child)],
+                             input=f"{max(1, int(timeout * 1000))}\n{text}", text=True,
+                             capture_output=True, timeout=timeout + CVC5_CHILD_GRACE)
+        out = json.loads(run.stdout) if run.returncode == 0 else None
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, OSError):
+        return None
+    if out is None or out.get("answer") != "sat":
+        return None
+    return {str(k): int(v) for k, v in out["bits"].items()}
+
+
+def _run_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> tuple[z3.CheckSatResult, Any, Any]:
     """(cvc5's answer, its solver, its symbol manager) for the conjunction of `facts`."""
     import cvc5
 
@@ -338,8 +356,6 @@ def _run_cvc5(facts: Sequence[z3.BoolRef], timeout: float,
     tm = cvc5.TermManager()
     slv = cvc5.Solver(tm)
     slv.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
-    if models:
-        slv.setOption("produce-models", "true")
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(slv, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "tvtv")

@@ -48,9 +48,10 @@ PERMUTED_NOTE = ("sum: all elements of one array in some order, summed as that a
 
 
 def uf_of_terms(ctx: EncodeContext, name: str, dtype: str, n: int, elem: Elem, fill: z3.ExprRef,
-                result_sort: z3.SortRef) -> z3.ExprRef:
-    """An uninterpreted function `name` of the n terms elem(0), ..., elem(n-1)."""
-    if n <= ARGS_BOUND:
+                result_sort: z3.SortRef, args_bound: int = ARGS_BOUND) -> z3.ExprRef:
+    """An uninterpreted function `name` of the n terms elem(0), ..., elem(n-1): of n scalar
+    arguments up to `args_bound`, else of one array."""
+    if n <= args_bound:
         terms = [elem(idx(k)) for k in range(n)]
         sort = ctx.dom(dtype).sort
         return ctx.uf(f"{name}_{dtype}_{n}", *([sort] * n), result_sort)(*terms)
@@ -327,7 +328,8 @@ def reduce_arg(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
     odom = ctx.dom(out_dtype)
     if n > arg_fold_bound(ctx):
         ctx.notes.add(ARG_NOTES[0] if kind == "max" else ARG_NOTES[1])
-        return uf_of_terms(ctx, f"arg{kind}", dtype, n, elem, elem(idx(0)), odom.sort)
+        return uf_of_terms(ctx, f"arg{kind}", dtype, n, elem, elem(idx(0)), odom.sort,
+                           args_bound=MAXMIN_FOLD_BOUND)
     best, best_i = elem(idx(0)), odom.const(0)
     better = dom.gt if kind == "max" else dom.lt
     for k in range(1, n):

@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 
-def solve(text: str, limit_ms: int) -> dict:
-    """cvc5's answer to `text` and, when sat, its model's bits by constant name."""
+def run(text: str, limit_ms: int, models: bool = False) -> tuple[str, Any, Any]:
+    """(cvc5's last output on `text`, "" when it failed to parse or run, its solver, its
+    symbol manager), with `limit_ms` as its per-check limit. In this process: also
+    `tvtv.solvers.check_cvc5`'s way of asking."""
     import cvc5
 
     tm = cvc5.TermManager()
     slv = cvc5.Solver(tm)
     slv.setOption("tlimit-per", str(max(1, limit_ms)))
-    slv.setOption("produce-models", "true")
+    if models:
+        slv.setOption("produce-models", "true")
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(slv, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "tvtv")
@@ -37,7 +41,13 @@ def solve(text: str, limit_ms: int) -> dict:
             if out.strip():
                 answer = out.strip()
     except RuntimeError:
-        return {"answer": "unknown", "bits": {}}
+        return "", slv, sm
+    return answer, slv, sm
+
+
+def solve(text: str, limit_ms: int) -> dict:
+    """cvc5's answer to `text` and, when sat, its model's bits by constant name."""
+    answer, slv, sm = run(text, limit_ms, models=True)
     bits: dict[str, int] = {}
     if answer == "sat":
         for term in sm.getDeclaredTerms():

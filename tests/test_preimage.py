@@ -125,6 +125,40 @@ def test_cvc5_bits_reads_the_model():
     assert cvc5_bits([z3.fpIsNaN(f), z3.fpIsInf(f)], 5.0) is None
 
 
+def test_z3_bits_reads_the_model_as_cvc5_bits_does():
+    from tvtv.solvers import z3_bits
+    f = z3.FP("f", z3.Float32())
+    b = z3.BitVec("b", 8)
+    facts = [f == z3.FPVal(-2.5, z3.Float32()), b == 200]
+    assert z3_bits(facts, 5.0) == cvc5_bits(facts, 5.0)
+    assert z3_bits([z3.fpIsNaN(f), z3.fpIsInf(f)], 5.0) is None
+
+
+@I.ir_module
+class BroadcastRow:
+    """Zero seed-5 graph 4's argmax argument: one row of inputs, repeated and broadcast."""
+    @R.function
+    def main(x: R.Tensor((2,), "float32"), y: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            r = R.repeat(y, repeats=3, axis=0)
+            f = R.reshape(r, R.shape([18]))
+            c = R.concat((x, f), axis=0)
+            b = R.broadcast_to(c, R.shape([2, 20]))
+            R.output(b)
+        return b
+
+
+def test_a_broadcast_row_is_reached_at_the_elements_asked_for():
+    """Only row 1 is pinned (`masks`): -FLT_MAX there, whatever row 0 would need. The twin:
+    both rows pinned to different values has no pre-image."""
+    want = np.ones((2, 20), np.float32)
+    want[1] = -FLT_MAX
+    got = preimage.preimage(_prog(BroadcastRow), "main", ["b"], [want], masks=[list(range(20, 40))])
+    assert got is not None
+    assert (got["x"] == -FLT_MAX).all() and (got["y"] == -FLT_MAX).all()
+    assert preimage.preimage(_prog(BroadcastRow), "main", ["b"], [want]) is None
+
+
 def test_cvc5_is_stopped_at_its_deadline():
     """A pre-image query of zero seed-5 graph 13 (tests/data, 32 KB gzipped): cvc5 in this
     process overruns its 1 s limit several times over (measured 8.5 s; 53 s under a 10 s

@@ -321,6 +321,30 @@ def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult
     return {"sat": z3.sat, "unsat": z3.unsat}.get(answer, z3.unknown)
 
 
+def z3_bits(facts: Sequence[z3.BoolRef], timeout: float) -> dict[str, int] | None:
+    """`cvc5_bits`, asked of Z3 (in this process; its limit holds): the bits of its model's
+    value of each float, bit-vector or Boolean constant (by name) when it finds the
+    conjunction of `facts` satisfiable within `timeout` seconds; None otherwise."""
+    s = z3.Solver()
+    s.set("timeout", max(1, int(timeout * 1000)))
+    s.add(*facts)
+    if s.check() != z3.sat:
+        return None
+    model = s.model()
+    bits: dict[str, int] = {}
+    for d in model.decls():
+        if d.arity() != 0:
+            continue
+        v = model[d]
+        if z3.is_fp_value(v):
+            v = z3.simplify(z3.fpToIEEEBV(v))
+        if z3.is_bv_value(v):
+            bits[d.name()] = v.as_long()
+        elif z3.is_true(v) or z3.is_false(v):
+            bits[d.name()] = int(z3.is_true(v))
+    return bits
+
+
 # seconds a cvc5 process (`cvc5_child`) gets beyond its own limit before it is killed (its
 # start and import of cvc5 take about 0.2 s)
 CVC5_CHILD_GRACE = 2.0

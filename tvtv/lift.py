@@ -53,7 +53,7 @@ CANDIDATES = 3
 _PREIMAGES: dict[tuple[Any, ...], dict[str, np.ndarray] | None] = {}
 # how a lifted counterexample's inputs were found (printed with the verdict)
 PARAMETERS = ("its inputs at the graph's parameters, seeded values elsewhere")
-PREIMAGE = ("graph inputs solved for (IEEE model, cvc5) so that the call's computed "
+PREIMAGE = ("graph inputs solved for (IEEE model, Z3 then cvc5) so that the call's computed "
             "arguments equal its inputs, seeded values elsewhere")
 # output elements compared at most (the specification's values are evaluated for them)
 MAX_ELEMENTS = 4096

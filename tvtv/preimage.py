@@ -34,7 +34,7 @@ from tvtv.encode.context import EncodeContext
 from tvtv.encode.evaluate import _IEEE_UF
 from tvtv.encode.abstraction import Abstraction
 from tvtv.encode.function import FunctionEncoder, input_value
-from tvtv.encode.tensor import Tensor
+from tvtv.encode.tensor import INDEX_BITS, Tensor
 from tvtv.encode.values import flatten
 from tvtv.errors import TvtvError
 from tvtv.ir import program as P
@@ -158,7 +158,7 @@ def read_elements(prog: P.Program, fname: str, output: int, index: tuple[int, ..
     for p, v in zip(fn.params, inputs):
         if not isinstance(v, Tensor):
             return None
-        a = z3.simplify(v.at(z3.BitVec("tvtv_read_probe", 32)))
+        a = z3.simplify(v.at(z3.BitVec("tvtv_read_probe", INDEX_BITS)))
         if not (z3.is_select(a) and z3.is_const(a.arg(0))):
             return None          # (not an array variable read at the index)
         arrays[a.arg(0).get_id()] = p.name

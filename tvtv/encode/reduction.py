@@ -373,7 +373,9 @@ def tir_arg_loop(ctx: EncodeContext, dtype: str, n: int, elem: Elem, kind: str,
                    *[zf.Not(dom.is_nan(t)) for t in terms])
     none_above = zf.And(*[zf.Not(better(t, init_value)) for t in terms])
     ctx.notes.add(ARG_LOOP_NOTE)
-    spec = reduce_arg(ctx, dtype, n, elem, kind, index_dtype)
+    # the terms built above, not built again (`reduce_arg` reads them at numerals only: up
+    # to `MAXMIN_FOLD_BOUND` its function takes scalar arguments)
+    spec = reduce_arg(ctx, dtype, n, lambda r: terms[r.as_long()], kind, index_dtype)
     return zf.If(exact, zf.If(none_above, init_index, spec), loop)
 
 

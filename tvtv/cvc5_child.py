@@ -26,6 +26,10 @@ def run(text: str, limit_ms: int, models: bool = False) -> tuple[str, Any, Any]:
     tm = cvc5.TermManager()
     slv = cvc5.Solver(tm)
     slv.setOption("tlimit-per", str(max(1, limit_ms)))
+    # constant arrays (`(as const ...)`: a padded buffer, an init value) need cvc5's
+    # experimental array solver; without it every FuseTIR query holding one ended in
+    # "Cannot handle assertion with term of kind STORE_ALL"
+    slv.setOption("arrays-exp", "true")
     if models:
         slv.setOption("produce-models", "true")
     sm = cvc5.SymbolManager(tm)

@@ -96,6 +96,21 @@ def test_cvc5s_unknown_says_why():
     assert r == z3.unknown and why == "cvc5: unknown (INCOMPLETE)", why
 
 
+def test_a_query_cvc5_rejects_is_named_so_and_not_a_timeout():
+    """Z3's `fp.to_ieee_bv` is not SMT-LIB: cvc5's parser rejects it. The reason says so,
+    the verdict's reason does not call it a timeout, and the run's causes count it apart."""
+    from tvtv.report import unknown_cause
+
+    x = z3.FP("x", z3.Float32())
+    r, why = solvers.cvc5_answer([z3.fpToIEEEBV(x) == 0], 10)
+    assert r == z3.unknown and why.startswith(solvers.CVC5_ERROR) and "to_ieee_bv" in why, why
+    q = solvers.Query("cvc5", 10)
+    q.add(z3.fpToIEEEBV(x) == 0)
+    assert q.check() == z3.unknown and q.reason_unknown() == why
+    assert unknown_cause(f"undecided: {why}") == "the solver rejected the query"
+    assert unknown_cause("timeout after 10 s per query (cvc5: timeout after 10 s)") == "timeout"
+
+
 @I.ir_module
 class Pool:
     """adaptive_avg_pool2d over uneven windows: LegalizeOps' PrimFunc indexes with floor

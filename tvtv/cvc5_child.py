@@ -18,8 +18,8 @@ from typing import Any
 
 
 def run(text: str, limit_ms: int, models: bool = False) -> tuple[str, Any, Any]:
-    """(cvc5's last output on `text`, "" when it failed to parse or run, its solver, its
-    symbol manager), with `limit_ms` as its per-check limit. In this process: also
+    """(cvc5's last output on `text`, `(error "...")` when it failed to parse it, its solver,
+    its symbol manager), with `limit_ms` as its per-check limit. In this process: also
     `tvtv.solvers.check_cvc5`'s way of asking."""
     import cvc5
 
@@ -44,8 +44,8 @@ def run(text: str, limit_ms: int, models: bool = False) -> tuple[str, Any, Any]:
             out = cmd.invoke(slv, sm)
             if out.strip():
                 answer = out.strip()
-    except RuntimeError:
-        return "", slv, sm
+    except RuntimeError as err:    # a parse error: answered as cvc5 answers its own errors
+        return f'(error "{" ".join(str(err).split())}")', slv, sm
     return answer, slv, sm
 
 

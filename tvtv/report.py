@@ -29,6 +29,7 @@ UNKNOWN_CAUSES: tuple[tuple[str, str], ...] = (
     ("the pipeline failed", "TVM rejected the module"),
     ("is not validated by tvtv yet", "pass not validated by tvtv"),
     ("unsupported", "not supported by the encoder yet"),
+    ("cvc5 rejected the query", "the solver rejected the query"),
     ("timeout", "timeout"),
     ("unconfirmed counterexample", "counterexample not confirmed"),
     ("counterexample not valid under", "counterexample excluded by the assumptions"),

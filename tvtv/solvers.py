@@ -314,6 +314,10 @@ def to_smtlib(facts: Sequence[z3.BoolRef]) -> str:
     return "(set-logic ALL)\n" + _BANG.sub(r"|\1|", text)
 
 
+# how an undecided query's reason starts when cvc5 rejected it (`cvc5_answer`)
+CVC5_ERROR = "cvc5 rejected the query: "
+
+
 def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult:
     """cvc5's answer to the conjunction of `facts` (unknown on timeout or parse failure)."""
     return cvc5_answer(facts, timeout)[0]
@@ -335,9 +339,9 @@ def cvc5_answer(facts: Sequence[z3.BoolRef], timeout: float) -> tuple[z3.CheckSa
     if answer in ("sat", "unsat"):
         return (z3.sat if answer == "sat" else z3.unsat), ""
     if answer.startswith("(error"):
-        return z3.unknown, "cvc5: " + " ".join(answer.split())[:200]
+        return z3.unknown, CVC5_ERROR + " ".join(answer.split())[:200]
     if answer == "":
-        return z3.unknown, "cvc5: the query could not be parsed or run"
+        return z3.unknown, CVC5_ERROR + "no answer"
     if "TIMEOUT" in answer:          # cvc5 prints "unknown (TIMEOUT)" at its limit
         return z3.unknown, f"cvc5: timeout after {timeout:g} s"
     return z3.unknown, f"cvc5: {answer}"

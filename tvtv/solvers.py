@@ -327,8 +327,8 @@ def cvc5_answer(facts: Sequence[z3.BoolRef], timeout: float) -> tuple[z3.CheckSa
     """cvc5's answer to the conjunction of `facts`, and why it is unknown (its timeout, a
     query tvtv cannot translate, or cvc5's own error message); in this process: a process
     per query would cost its start (about 0.2 s) each time. cvc5's own limit held on the
-    checks' queries measured (FuseTIR seed 0, graphs 0-17, `--solver cvc5`: at most 0.2 s
-    over it), unlike on a pre-image's (`cvc5_text_bits`)."""
+    checks' queries measured (ten FuseTIR seed-0 graphs under `--solver cvc5`: at most
+    0.2 s over it), unlike on a pre-image's (`cvc5_text_bits`)."""
     from tvtv import cvc5_child
 
     try:

@@ -20,7 +20,7 @@ from typing import Any
 def run(text: str, limit_ms: int, models: bool = False) -> tuple[str, Any, Any]:
     """(cvc5's last output on `text`, `(error "...")` when it failed to parse it, its solver,
     its symbol manager), with `limit_ms` as its per-check limit. In this process: also
-    `tvtv.solvers.check_cvc5`'s way of asking."""
+    `tvtv.solvers.cvc5_answer`'s way of asking."""
     import cvc5
 
     tm = cvc5.TermManager()

@@ -121,6 +121,7 @@ def lift(before: Any, after: Any, fname: str, param_names: list[str],
             return cex, op, PARAMETERS
     # the refuted call reads computed values: graph inputs that make them the lemma's inputs
     prog = None
+    module_hash: int | None = None      # `before`'s hash, for the pre-image cache's key
     for site in tvm_bridge.operator_call_sites(before):
         if site.function != fname or site.module_hash not in refuted or all(site.params) \
                 or None in site.vars or tuple(site.vars) in tried:
@@ -133,7 +134,9 @@ def lift(before: Any, after: Any, fname: str, param_names: list[str],
         # over a broadcast row: the lemma's other rows need not be its values)
         masks = None if reads is None else [reads.get(f"x{i}") for i in range(len(site.vars))]
         targets = [np.asarray(op_inputs[f"x{i}"]) for i in range(len(site.vars))]
-        key = (tvm_bridge.structural_hash(before), fname, tuple(site.vars),
+        if module_hash is None:
+            module_hash = tvm_bridge.structural_hash(before)
+        key = (module_hash, fname, tuple(site.vars),
                tuple((t.dtype.str, t.shape, t.tobytes()) for t in targets),
                None if masks is None else tuple(None if m is None else tuple(m) for m in masks))
         if key not in _PREIMAGES:

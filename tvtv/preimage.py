@@ -31,7 +31,7 @@ from tvtv.absfp.dtypes import is_float, numpy_dtype
 from tvtv.absfp.ieee import IEEEModel
 from tvtv.confirm import py_value
 from tvtv.encode.context import EncodeContext
-from tvtv.encode.evaluate import _IEEE_UF
+from tvtv.encode.evaluate import _IEEE_UF, _outermost_where
 from tvtv.encode.abstraction import Abstraction
 from tvtv.encode.function import FunctionEncoder, input_value
 from tvtv.encode.tensor import INDEX_BITS, Tensor
@@ -132,6 +132,8 @@ def _solve(facts: list[z3.BoolRef], timeout: float) -> dict[str, int] | None:
 
 
 Scalars = dict[str, tuple[list[z3.ExprRef], str, tuple[int, ...]]]
+# `read_elements`' mark for a read of a whole input array
+WHOLE = object()
 
 
 def read_elements(prog: P.Program, fname: str, output: int, index: tuple[int, ...]
@@ -162,24 +164,23 @@ def read_elements(prog: P.Program, fname: str, output: int, index: tuple[int, ..
         if not (z3.is_select(a) and z3.is_const(a.arg(0))):
             return None          # (not an array variable read at the index)
         arrays[a.arg(0).get_id()] = p.name
-    reads: dict[str, set[int]] = {name: set() for name in arrays.values()}
-    seen: set[int] = set()
-    todo = [term]
-    while todo:
-        e = todo.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
+
+    def pick(e: z3.ExprRef) -> Any:
+        """What `e` says about the reads: an input element (name, index term), the whole
+        array or a quantifier (None: look inside)."""
         if z3.is_select(e) and e.arg(0).get_id() in arrays:
-            if not z3.is_bv_value(e.arg(1)):
-                return None
-            reads[arrays[e.arg(0).get_id()]].add(e.arg(1).as_long())
-            continue
-        if z3.is_const(e) and e.get_id() in arrays:
-            return None          # the whole array, as an argument of a function
-        if z3.is_quantifier(e):
+            return arrays[e.arg(0).get_id()], e.arg(1)
+        if (z3.is_const(e) and e.get_id() in arrays) or z3.is_quantifier(e):
+            return WHOLE
+        return None
+
+    reads: dict[str, set[int]] = {name: set() for name in arrays.values()}
+    for _, found in _outermost_where(term, pick):
+        # the whole array (an argument of a function, a quantifier's body) or an element
+        # at a position that is not a numeral: which elements matter is not known
+        if found is WHOLE or not z3.is_bv_value(found[1]):
             return None
-        todo.extend(e.children())
+        reads[found[0]].add(found[1].as_long())
     return {name: sorted(ks) for name, ks in reads.items()}
 
 

@@ -225,7 +225,7 @@ class Query:
             seconds = min(seconds, self.deadline - time.perf_counter())
         if seconds < MIN_SLICE:
             return z3.unknown
-        c = check_cvc5(self.facts, seconds)
+        c = cvc5_answer(self.facts, seconds)[0]
         self.answers["cvc5"] = str(c)
         if c == z3.unsat:
             self.decided_by = "cvc5"
@@ -316,11 +316,6 @@ def to_smtlib(facts: Sequence[z3.BoolRef]) -> str:
 
 # how an undecided query's reason starts when cvc5 rejected it (`cvc5_answer`)
 CVC5_ERROR = "cvc5 rejected the query: "
-
-
-def check_cvc5(facts: Sequence[z3.BoolRef], timeout: float) -> z3.CheckSatResult:
-    """cvc5's answer to the conjunction of `facts` (unknown on timeout or parse failure)."""
-    return cvc5_answer(facts, timeout)[0]
 
 
 def cvc5_answer(facts: Sequence[z3.BoolRef], timeout: float) -> tuple[z3.CheckSatResult, str]:

@@ -140,3 +140,21 @@ def test_its_twin_with_a_changed_divisor_is_refuted_with_cvc5_alone():
                     '// T.int64(5) + T.int64(2)) - T.Cast("int64", v_ax3)')
     (r,) = tvtv.verify(Pool, broken, timeout=30, solver="cvc5").results
     assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+
+
+def test_a_query_tvtv_cannot_write_for_cvc5_is_named_so_and_not_a_timeout():
+    """A lambda over an enclosing lambda's index stays a lambda after lifting, which
+    SMT-LIB cannot say: no time limit was reached, so the reason does not call it one."""
+    from tvtv.report import unknown_cause
+
+    j, k = z3.BitVecs("j k", 32)
+    bv = z3.BitVecSort(32)
+    g = z3.Function("g", z3.ArraySort(bv, bv), bv)
+    nested = z3.Lambda([j], g(z3.Lambda([k], j + k)))
+    r, why = solvers.cvc5_answer([nested == z3.Array("a", bv, bv)], 10)
+    assert r == z3.unknown and why.startswith(solvers.CVC5_UNWRITABLE), why
+    assert "enclosing lambda" in why and "timeout" not in why
+    assert unknown_cause(f"undecided: {why}") == "the solver rejected the query"
+    # the twin: without the nesting a lambda is written and answered
+    a = z3.Array("a", bv, bv)
+    assert solvers.cvc5_answer([z3.Lambda([j], j + 1) == a, a[3] == 5], 10) == (z3.unsat, "")

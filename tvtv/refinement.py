@@ -1155,8 +1155,9 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         # (unconfirmed by the abstraction; execution may still confirm it)
                         levels.append(IEEE_TIMED_OUT)
                         return result(COUNTEREXAMPLE, abstract_cex.message, abstract_cex, levels)
-                    if str(err).startswith(solvers_mod.CVC5_ERROR):
-                        # cvc5 rejected the query: no time limit was reached
+                    if str(err).startswith(solvers_mod.NOT_A_TIMEOUT):
+                        # cvc5 rejected the query, or tvtv could not write it for cvc5:
+                        # no time limit was reached
                         return undecided(f"undecided: {err}")
                     return undecided(f"timeout after {timeout:g} s per query ({err})")
                 if cex is None:

@@ -30,6 +30,7 @@ UNKNOWN_CAUSES: tuple[tuple[str, str], ...] = (
     ("is not validated by tvtv yet", "pass not validated by tvtv"),
     ("unsupported", "not supported by the encoder yet"),
     ("cvc5 rejected the query", "the solver rejected the query"),
+    ("cannot write the query for cvc5", "the solver rejected the query"),
     ("timeout", "timeout"),
     ("unconfirmed counterexample", "counterexample not confirmed"),
     ("counterexample not valid under", "counterexample excluded by the assumptions"),

@@ -290,7 +290,7 @@ def lift_lambdas(facts: Sequence[z3.BoolRef], limit: int = 2000) -> list[z3.Bool
         facts = zf.substitute_all(facts, [(lam, arr)])
         defs = zf.substitute_all(defs, [(lam, arr)])
         defs.append(z3.ForAll([i], zf.Select(arr, i) == body))
-    raise Unsupported("cvc5: too many lambda terms to lift")
+    raise Unsupported(f"more than {limit} lambda terms to lift")
 
 
 _BANG = re.compile(r"(?<![|\w#?])([A-Za-z_][\w.\-]*![\w!.\-]*)")
@@ -309,13 +309,18 @@ def to_smtlib(facts: Sequence[z3.BoolRef]) -> str:
     s.add(*lift_lambdas(facts))
     text = s.to_smt2()
     if "(lambda" in text:
-        raise Unsupported("cvc5: a lambda refers to an enclosing lambda's index")
+        raise Unsupported("a lambda refers to an enclosing lambda's index")
     text = _INTERNAL_DIVISION.sub(r"(\1", text)
     return "(set-logic ALL)\n" + _BANG.sub(r"|\1|", text)
 
 
 # how an undecided query's reason starts when cvc5 rejected it (`cvc5_answer`)
 CVC5_ERROR = "cvc5 rejected the query: "
+# ... and when tvtv could not write it in SMT-LIB for cvc5 (`to_smtlib`'s Unsupported)
+CVC5_UNWRITABLE = "tvtv cannot write the query for cvc5: "
+# reasons of an undecided answer that reached no time limit: a verdict does not call them
+# timeouts
+NOT_A_TIMEOUT = (CVC5_ERROR, CVC5_UNWRITABLE)
 
 
 def cvc5_answer(facts: Sequence[z3.BoolRef], timeout: float) -> tuple[z3.CheckSatResult, str]:
@@ -329,7 +334,7 @@ def cvc5_answer(facts: Sequence[z3.BoolRef], timeout: float) -> tuple[z3.CheckSa
     try:
         text = to_smtlib(facts)
     except Unsupported as err:
-        return z3.unknown, str(err)
+        return z3.unknown, CVC5_UNWRITABLE + str(err)
     answer = cvc5_child.run(text, int(timeout * 1000))[0]
     if answer in ("sat", "unsat"):
         return (z3.sat if answer == "sat" else z3.unsat), ""

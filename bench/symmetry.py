@@ -2,7 +2,7 @@
 `refinement._prove_groups`) against one query per element, on LegalizeOps of single ops whose
 elements read their own rows or channels alike.
 
-Each case is checked twice in one run, with grouping on and off (`GROUPING_BUDGET` 0 makes
+Each case is checked twice in one run, with grouping on and off (`GROUPING_WORK` 0 makes
 every element a group of its own), alternating which goes first. The machine is shared and
 noisy, so only the verdicts and the ratio within one run are meaningful. Timeouts are 10 s
 per query, as in the LegalizeOps table (docs/legalize.md).
@@ -34,15 +34,15 @@ def cases():
 
 
 def run(mod, grouping: bool) -> tuple[str, float]:
-    saved = refinement.GROUPING_BUDGET
-    refinement.GROUPING_BUDGET = saved if grouping else 0.0
+    saved = refinement.GROUPING_WORK
+    refinement.GROUPING_WORK = saved if grouping else 0
     try:
         start = time.perf_counter()
         (r,) = tvtv.verify(mod, relax.transform.LegalizeOps()(mod), timeout=10.0,
                            confirm_vm=False).results
         return r.verdict, time.perf_counter() - start
     finally:
-        refinement.GROUPING_BUDGET = saved
+        refinement.GROUPING_WORK = saved
 
 
 def main() -> None:

@@ -779,7 +779,7 @@ def test_lemma_elements_are_probed_before_a_symbolic_query(monkeypatch):
     monkeypatch.setattr(refinement, "PROBE_BUDGET", 5.0)
     # no groups of symmetric elements (`refinement._prove_groups`): they decide the ~100
     # elements in a few queries before any probe, and the test is about what comes after
-    monkeypatch.setattr(refinement, "GROUPING_BUDGET", 0.0)
+    monkeypatch.setattr(refinement, "GROUPING_WORK", 0)
     target = tvm_bridge.apply(passes.get("LegalizeOps").make(), LogSoftmaxAxis0)
     # a generous budget: the element loop's share decides whether the probes' cost fits
     opts = dataclasses.replace(lemmas._lemma_options(Options(fp="ieee")), assume=("no-nan", "no-inf"),

@@ -36,6 +36,20 @@ def test_elements_alike_up_to_renaming_form_one_group():
     assert s.check() == z3.unsat
 
 
+def test_grouping_stops_at_a_count_of_terms_walked_not_at_a_clock():
+    """Past `work` terms walked, the conditions left are groups of their own (asked one by
+    one): the same conditions are grouped alike in every run, however loaded the machine."""
+    x, _, conds = _conditions(3)
+    size = symmetry._atoms(conds[0][1], {x.get_id(): 0})[1]
+    assert size > 1
+    members = [[[j for j, _ in g.members] for g in symmetry.groups(conds, [x], work)]
+               for work in (0, size, size + 1, None)]
+    assert members[0] == [[0], [1], [2], [3]]          # nothing walked: nothing grouped
+    assert members[1] == [[0], [1], [2], [3]]          # only the first walked: alone
+    assert members[2] == [[0, 1], [2], [3]]            # the first two walked: one group
+    assert members[3] == [[0, 1, 2], [3]]
+
+
 def test_a_premise_is_kept_only_where_every_member_has_its_instance():
     x, f, conds = _conditions(2)
     (group, _) = symmetry.groups(conds, [x])

@@ -28,7 +28,6 @@ of a row).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -53,9 +52,10 @@ class Group:
     atoms: list[list[z3.ExprRef]]
 
 
-def _atoms(root: z3.ExprRef, arrays: dict[int, int]) -> list[z3.ExprRef]:
+def _atoms(root: z3.ExprRef, arrays: dict[int, int]) -> tuple[list[z3.ExprRef], int]:
     """The input elements `root` reads (selects of an array in `arrays`, array id -> its
-    position, at a numeral index), in (array position, index) order."""
+    position, at a numeral index), in (array position, index) order; and the number of
+    distinct terms walked to find them (the work `groups` counts)."""
     ref = root.ctx_ref()
     seen: set[int] = set()
     found: list[tuple[int, int, Any]] = []
@@ -75,7 +75,7 @@ def _atoms(root: z3.ExprRef, arrays: dict[int, int]) -> list[z3.ExprRef]:
                 continue
         stack.extend(_ARG(ref, e, i) for i in range(n))
     found.sort(key=lambda f: (f[0], f[1]))
-    return [z3.z3._to_expr_ref(e, root.ctx) for _, _, e in found]
+    return [z3.z3._to_expr_ref(e, root.ctx) for _, _, e in found], len(seen)
 
 
 def _variables(atoms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
@@ -83,20 +83,26 @@ def _variables(atoms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
 
 
 def groups(conditions: Sequence[tuple[int, z3.BoolRef]], arrays: Sequence[z3.ExprRef],
-           deadline: float | None = None) -> list[Group]:
+           work: int | None = None) -> list[Group]:
     """`conditions` (flat index, "elements equal") grouped by skeleton, in first-member order.
     A condition with no input element is a group of its own, and so is every condition
-    left when `deadline` (a `time.perf_counter()` value) has passed: a skeleton costs a
-    canonical form (~10 ms for a softmax element)."""
+    left once `work` terms have been walked (`_atoms`' count, summed over the conditions):
+    a skeleton costs a canonical form, about proportional to the condition's size. A count,
+    not a clock, so that one check groups alike in every run (with a 2 s deadline, zero
+    seed-5 graph 22 grouped differently from run to run, then was proved in one run and
+    timed out in the other)."""
     if not conditions:
         return []
     positions = {a.get_id(): k for k, a in enumerate(arrays)}
     canon = Canonicalizer()
     by_key: dict[int, Group] = {}
     out: list[Group] = []
+    walked = 0
     for j, c in conditions:
-        atoms = _atoms(c, positions) if deadline is None or time.perf_counter() < deadline \
-            else []
+        atoms: list[z3.ExprRef] = []
+        if work is None or walked < work:
+            atoms, size = _atoms(c, positions)
+            walked += size
         if not atoms:
             out.append(Group(c, [(j, c)], [[]]))
             continue

@@ -87,6 +87,52 @@ def test_no_testing_under_op_rounding_or_without_the_vm():
     assert r.verdict == "unknown" and not any("testing" in lv for lv in r.levels), r.to_dict()
 
 
+def _fused(make):
+    """FuseTIR's source (after its prerequisites) and target for `make` of a (2, 3) float32."""
+    from tests.test_ops_linalg import typed_module
+    from tvtv import passes
+    spec = passes.get("FuseTIR")
+    src = passes.prepare(spec, typed_module(make, ((2, 3), "float32")))
+    return src, tvm_bridge.apply(spec.make(), src)
+
+
+def test_testing_asks_first_the_sets_on_which_the_vm_runs_differ(monkeypatch):
+    """FuseTIR folds a fused `x - x` to 0 (docs/findings.md): only sets with an inf or NaN
+    in x show it. With a budget of one set, the search finds it only because the sets the
+    source's and the target's VM runs tell apart come first (`_vm_differing_first`); in the
+    drawn order the first set is a standard-normal one and nothing is found. Measured on
+    FuseTIR seed-3 graph 24, where the 30 s budget ended before the first such set."""
+    src, tgt = _fused(lambda p: relax.op.sigmoid(relax.op.subtract(p, p)))
+    params = [("p0", (2, 3), "float32")]
+    got = confirm.search_by_testing(src, tgt, "main", params, budget=0.0)
+    assert got is not None, "the first set asked should show the fold"
+    cex, how = got
+    assert how.by == "ieee-spec-cpu" and not np.isfinite(cex.inputs["p0"]).all(), cex.inputs
+    monkeypatch.setattr(confirm, "_vm_differing_first", lambda b, f, sets, *rest: list(range(len(sets))))
+    assert confirm.search_by_testing(src, tgt, "main", params, budget=0.0) is None
+
+
+def test_the_sets_order_is_a_permutation_that_puts_differing_runs_first():
+    """The order holds every set once. Where the source is legalized by the VM exactly as the
+    target (a LegalizeOps check: group_norm against its own legalization), no run differs
+    and the order is the sets' own."""
+    src, tgt = _fused(lambda p: relax.op.sigmoid(relax.op.subtract(p, p)))
+    like = [np.zeros((2, 3), "float32")]
+    sets = confirm.input_sets(like, by_round=True, draws=confirm.testing_draws(like))
+    targets = tvm_bridge.run_vm_isolated({"target": tgt}, "main", sets)["target"]
+    order = confirm._vm_differing_first(src, "main", sets, targets, ())
+    assert sorted(order) == list(range(len(sets)))
+    finite = [bool(np.isfinite(sets[j][0]).all()) for j in order]
+    first_finite = finite.index(True)
+    # x - x is the only difference: the sets before the first finite one all hold inf/NaN,
+    # and none after it does where the runs differ
+    assert first_finite > 0 and not any(finite[:first_finite])
+    like = [np.zeros(s, "float32") for _, s, _ in PARAMS]
+    sets = confirm.input_sets(like, by_round=True, draws=2)
+    targets = tvm_bridge.run_vm_isolated({"target": GROUP_NORM_LEGAL}, "main", sets)["target"]
+    assert confirm._vm_differing_first(GROUP_NORM, "main", sets, targets, ()) == list(range(len(sets)))
+
+
 def test_a_pipeline_step_left_undecided_is_tested_end_to_end():
     """`zero` is checked through the module after LegalizeOps; when that step times out,
     the source and the pipeline's final module are tested, and the twin (softmax) stays

@@ -66,6 +66,24 @@ def test_an_undecided_check_gets_the_counterexample_testing_shows(monkeypatch, e
     assert abs((tgt - spec) - float(args[2][0])) < 1e-5 * scale and args[2][0] != 0
 
 
+def test_an_output_left_undecided_is_tested_at_once_even_where_the_ladder_would_stop(monkeypatch):
+    """Testing runs when an output is first left undecided (`refinement._ON_UNDECIDED`),
+    not only when the ladder climbs: with climbing switched off, the difference is found
+    within the first level instead of after the check's other outputs and the ladder
+    (FuseTIR seed-3 graph 24: 275 s -> 133 s)."""
+    from tvtv import api, refinement
+    monkeypatch.setattr(refinement, "worth_climbing", lambda *args: False)
+    (r,) = tvtv.verify(GROUP_NORM, GROUP_NORM_LEGAL, timeout=0.001).results
+    assert r.verdict == "counterexample" and r.confirmed is True, r.to_dict()
+    assert any(lv.startswith(f"{api.TESTED_BEFORE_CLIMBING}; {api.TESTING_FOUND}")
+               for lv in r.levels), r.levels
+    assert not any(lv.startswith("undecided by the solver") for lv in r.levels), r.levels
+    # the twin: a correct legalization equally undecided is tested once and stays unknown
+    (r,) = tvtv.verify(SOFTMAX, SOFTMAX_LEGAL, timeout=0.001).results
+    assert r.verdict == "unknown", r.to_dict()
+    assert r.levels.count(api.NOTHING_SHOWN) == 1, r.levels
+
+
 def test_an_undecided_correct_legalization_stays_unknown():
     """The twin: softmax's real legalization, equally undecided, shows no difference on
     any drawn set: unknown, with the solver's reason, and the levels say testing ran."""

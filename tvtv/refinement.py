@@ -388,6 +388,21 @@ _TEST: contextvars.ContextVar[Callable[[str], tuple[Counterexample | None, str]]
     contextvars.ContextVar("tvtv_test", default=None)
 
 
+# within a level's `_find_counterexample`: called when an output is first left undecided
+# (`_check_function`'s `test_now`, which tests once per check and raises `_ShownByTesting`)
+_ON_UNDECIDED: contextvars.ContextVar[Callable[[], None] | None] = \
+    contextvars.ContextVar("tvtv_on_undecided", default=None)
+
+
+class _ShownByTesting(Exception):
+    """Testing on drawn inputs showed a difference while a level was still asking about its
+    other outputs: `cex`, confirmed as testing confirms (`ieee-spec-cpu`)."""
+
+    def __init__(self, cex: Counterexample) -> None:
+        super().__init__(cex.message)
+        self.cex = cex
+
+
 @contextmanager
 def testing_when_undecided(test: Callable[[str], tuple[Counterexample | None, str]] | None
                            ) -> Iterator[None]:
@@ -624,6 +639,13 @@ def _find_counterexample_in(enc: _Encoded, timeout: float, done: set | None = No
             undecided.append(err)
             if _budget_spent():
                 break
+            hook = _ON_UNDECIDED.get()
+            if len(undecided) == 1 and hook is not None:
+                # the level ends undecided whatever the other outputs give, unless one shows
+                # a difference: testing now may show it before they spend the budget
+                # (FuseTIR seed-3 graph 24: found by testing after 275 s, the solver's
+                # element loops over its other outputs first)
+                hook()
             continue
         if flat is not None:
             m, flat = flat
@@ -1059,7 +1081,20 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
 
     execute = _EXECUTE.get()
     executed: set[bytes] = set()     # the inputs run so far (`executing`), each once
-    test = _TEST.get()               # (`testing_when_undecided`: once, on the first climb)
+    # (`testing_when_undecided`: once, when an output is first undecided or on the first
+    # climb, whichever comes first)
+    test = _TEST.get()
+
+    def test_now() -> None:
+        """Test on drawn inputs now, unless done: a difference shown ends the check."""
+        nonlocal test
+        if test is None or _CANONICAL_ONLY.get():
+            return     # (the canonical-only rung's timeouts are expected: it decides little)
+        shown, level = test(name)
+        test = None
+        levels.append(level)
+        if shown is not None:
+            raise _ShownByTesting(shown)
 
     def shown_by_execution(cex: Counterexample) -> bool:
         if execute is None or cex.kind not in ("value", "ub"):
@@ -1120,11 +1155,17 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     # encoding: checked as that one, which is then skipped)
                     canonical_only = rung.tir == "common" and OPAQUE_NOTE in enc.notes
                     token = _CANONICAL_ONLY.set(canonical_only)
+                    hook = _ON_UNDECIDED.set(test_now)
                     try:
                         cex = _find_counterexample(enc, timeout, proved_parts)
                     finally:
+                        _ON_UNDECIDED.reset(hook)
                         _CANONICAL_ONLY.reset(token)
                         levels.extend(enc.symmetric)
+                except _ShownByTesting as shown:
+                    r = result(COUNTEREXAMPLE, shown.cex.message, shown.cex, levels)
+                    r.confirmed = True
+                    return r
                 except Unsupported as err:
                     if getattr(err, "ieee_only", False) and fp == "abstract":
                         levels.append(f"fp: ieee ({err})")   # e.g. TIR reinterpret: bits

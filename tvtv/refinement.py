@@ -1085,16 +1085,28 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
     # climb, whichever comes first)
     test = _TEST.get()
 
-    def test_now() -> None:
-        """Test on drawn inputs now, unless done: a difference shown ends the check."""
+    def test_now() -> Counterexample | None:
+        """Test on drawn inputs now, unless done: the difference shown, if any."""
         nonlocal test
-        if test is None or _CANONICAL_ONLY.get():
-            return     # (the canonical-only rung's timeouts are expected: it decides little)
+        if test is None:
+            return None
         shown, level = test(name)
         test = None
         levels.append(level)
+        return shown
+
+    def on_undecided() -> None:
+        """`_ON_UNDECIDED`: a difference testing shows ends the check."""
+        if _CANONICAL_ONLY.get():
+            return     # (the canonical-only rung's timeouts are expected: it decides little)
+        shown = test_now()
         if shown is not None:
             raise _ShownByTesting(shown)
+
+    def shown_by_testing(cex: Counterexample) -> Result:
+        r = result(COUNTEREXAMPLE, cex.message, cex, levels)
+        r.confirmed = True
+        return r
 
     def shown_by_execution(cex: Counterexample) -> bool:
         if execute is None or cex.kind not in ("value", "ub"):
@@ -1155,7 +1167,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     # encoding: checked as that one, which is then skipped)
                     canonical_only = rung.tir == "common" and OPAQUE_NOTE in enc.notes
                     token = _CANONICAL_ONLY.set(canonical_only)
-                    hook = _ON_UNDECIDED.set(test_now)
+                    hook = _ON_UNDECIDED.set(on_undecided)
                     try:
                         cex = _find_counterexample(enc, timeout, proved_parts)
                     finally:
@@ -1163,9 +1175,7 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                         _CANONICAL_ONLY.reset(token)
                         levels.extend(enc.symmetric)
                 except _ShownByTesting as shown:
-                    r = result(COUNTEREXAMPLE, shown.cex.message, shown.cex, levels)
-                    r.confirmed = True
-                    return r
+                    return shown_by_testing(shown.cex)
                 except Unsupported as err:
                     if getattr(err, "ieee_only", False) and fp == "abstract":
                         levels.append(f"fp: ieee ({err})")   # e.g. TIR reinterpret: bits
@@ -1183,14 +1193,9 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     used = set() if enc is None or _budget_spent() else (
                         enc.notes if err.terms is None else abstractions_in(err.terms))
                     if worth_climbing(rung, rungs[rung_no + 1:], used):
-                        if test is not None:
-                            shown, level = test(name)
-                            test = None
-                            levels.append(level)
-                            if shown is not None:
-                                r = result(COUNTEREXAMPLE, shown.message, shown, levels)
-                                r.confirmed = True
-                                return r
+                        shown = test_now()
+                        if shown is not None:
+                            return shown_by_testing(shown)
                         levels.append("timed out: refining")
                         climbed_from = (rung, used)
                         break

@@ -640,11 +640,11 @@ def _find_counterexample_in(enc: _Encoded, timeout: float, done: set | None = No
             if _budget_spent():
                 break
             hook = _ON_UNDECIDED.get()
-            if len(undecided) == 1 and hook is not None:
+            if hook is not None:
                 # the level ends undecided whatever the other outputs give, unless one shows
-                # a difference: testing now may show it before they spend the budget
-                # (FuseTIR seed-3 graph 24: found by testing after 275 s, the solver's
-                # element loops over its other outputs first)
+                # a difference: testing now (once per check) may show it before they spend
+                # the budget (FuseTIR seed-3 graph 24: found by testing after 275 s, the
+                # solver's element loops over its other outputs first)
                 hook()
             continue
         if flat is not None:
@@ -1097,8 +1097,6 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
 
     def on_undecided() -> None:
         """`_ON_UNDECIDED`: a difference testing shows ends the check."""
-        if _CANONICAL_ONLY.get():
-            return     # (the canonical-only rung's timeouts are expected: it decides little)
         shown = test_now()
         if shown is not None:
             raise _ShownByTesting(shown)
@@ -1167,7 +1165,9 @@ def _check_function(src_prog: P.Program, tgt_prog: P.Program, name: str, options
                     # encoding: checked as that one, which is then skipped)
                     canonical_only = rung.tir == "common" and OPAQUE_NOTE in enc.notes
                     token = _CANONICAL_ONLY.set(canonical_only)
-                    hook = _ON_UNDECIDED.set(on_undecided)
+                    # (not at the canonical-only rung, whose timeouts are expected: it
+                    # decides little)
+                    hook = _ON_UNDECIDED.set(None if canonical_only else on_undecided)
                     try:
                         cex = _find_counterexample(enc, timeout, proved_parts)
                     finally:
